@@ -1,0 +1,76 @@
+// Package kv defines the ordered key-value contract that partita's storage
+// engines implement. Keys are compared bytewise. Engines must not interpret
+// keys or values: they know nothing about tables, entities or Azure.
+package kv
+
+import (
+	"context"
+	"errors"
+)
+
+var (
+	// ErrNotFound is returned by Get when the key is absent.
+	ErrNotFound = errors.New("kv: not found")
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("kv: closed")
+)
+
+// DB is an ordered key-value store. It is safe for concurrent use.
+type DB interface {
+	// View runs fn with a reader of committed data. Each Get and each
+	// iterator sees a consistent state of the store; separate calls may see
+	// different states.
+	View(ctx context.Context, fn func(Reader) error) error
+	// Update runs fn in a read-write transaction. Reads inside fn see fn's
+	// own writes. If fn returns nil the writes commit atomically and are
+	// durable (synced) when Update returns nil; if fn returns an error or
+	// panics, nothing is written. Update does not isolate concurrent
+	// transactions from each other: callers serialize transactions that
+	// touch the same keys (tablestore locks per partition).
+	Update(ctx context.Context, fn func(Txn) error) error
+	// DeleteRange removes every key in [start, end). It need not be
+	// atomic with respect to concurrent writes in the range, and need not
+	// be synced: callers use it to purge ranges no one writes any more.
+	DeleteRange(ctx context.Context, start, end []byte) error
+	// Close releases the store. Pending Update calls finish first.
+	Close() error
+}
+
+// Reader reads keys. Slices returned by Get and by an Iterator are owned by
+// the engine: they are valid only until the transaction ends (Get) or the
+// iterator moves (Iterator). Copy them to keep them.
+type Reader interface {
+	// Get returns the value of key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// NewIter returns an iterator over [o.LowerBound, o.UpperBound). It is
+	// unpositioned until First or SeekGE. It must be closed.
+	NewIter(o IterOptions) (Iterator, error)
+}
+
+// Txn is a read-write transaction.
+type Txn interface {
+	Reader
+	// Set writes key=value. The engine copies both slices.
+	Set(key, value []byte) error
+	// Delete removes key; deleting an absent key is not an error.
+	Delete(key []byte) error
+}
+
+// IterOptions bounds an iterator. A nil bound is open.
+type IterOptions struct {
+	LowerBound []byte // inclusive
+	UpperBound []byte // exclusive
+}
+
+// Iterator walks keys in ascending order within its bounds. Errors are
+// sticky and reported by Error. An iterator must be closed.
+type Iterator interface {
+	First() bool
+	SeekGE(key []byte) bool
+	Next() bool
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	Error() error
+	Close() error
+}

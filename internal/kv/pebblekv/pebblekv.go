@@ -1,0 +1,202 @@
+// Package pebblekv is the kv.DB engine on Pebble, partita's embedded
+// default. Update commits one Pebble batch with Sync, so concurrent
+// transactions are grouped into shared WAL syncs by Pebble's commit
+// pipeline; this package holds no lock across a commit.
+package pebblekv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/partita/partita/internal/kv"
+)
+
+// Options tune the engine. The zero value is usable.
+type Options struct {
+	// CacheSize is the block cache size in bytes (default 64 MiB).
+	CacheSize int64
+	// MemTableSize is the size of one memtable in bytes (default 32 MiB).
+	MemTableSize uint64
+	// FS replaces the file system, for tests (default the OS).
+	FS vfs.FS
+	// NoSync skips the WAL sync on commit (tests and benchmarks only).
+	NoSync bool
+}
+
+// DB is a kv.DB on Pebble.
+type DB struct {
+	db    *pebble.DB
+	cache interface{ Unref() }
+	wo    *pebble.WriteOptions
+
+	closeMu sync.RWMutex // held shared by operations, exclusively by Close
+	closed  bool
+}
+
+var _ kv.DB = (*DB)(nil)
+
+// Open opens (creating if needed) a store in dir.
+func Open(dir string, o *Options) (*DB, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	cacheSize := o.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = 64 << 20
+	}
+	cache := pebble.NewCache(cacheSize)
+	po := &pebble.Options{
+		Cache:                       cache,
+		MemTableSize:                o.MemTableSize,
+		MemTableStopWritesThreshold: 4,
+		L0CompactionThreshold:       4,
+		L0StopWritesThreshold:       24,
+		FS:                          o.FS,
+		Logger:                      quietLogger{},
+	}
+	if po.MemTableSize == 0 {
+		po.MemTableSize = 32 << 20
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	po.EnsureDefaults()
+	db, err := pebble.Open(dir, po)
+	cache.Unref() // the DB holds its own reference
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
+	}
+	wo := pebble.Sync
+	if o.NoSync {
+		wo = pebble.NoSync
+	}
+	return &DB{db: db, wo: wo}, nil
+}
+
+func (d *DB) enter() error {
+	d.closeMu.RLock()
+	if d.closed {
+		d.closeMu.RUnlock()
+		return kv.ErrClosed
+	}
+	return nil
+}
+
+func (d *DB) leave() { d.closeMu.RUnlock() }
+
+func (d *DB) View(ctx context.Context, fn func(kv.Reader) error) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.leave()
+	return fn(reader{d.db})
+}
+
+func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.leave()
+	b := d.db.NewIndexedBatch()
+	defer b.Close()
+	if err := fn(&txn{b: b}); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	if err := b.Commit(d.wo); err != nil {
+		return fmt.Errorf("pebblekv: commit: %w", err)
+	}
+	return nil
+}
+
+func (d *DB) DeleteRange(ctx context.Context, start, end []byte) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.leave()
+	if err := d.db.DeleteRange(start, end, pebble.NoSync); err != nil {
+		return fmt.Errorf("pebblekv: delete range: %w", err)
+	}
+	return nil
+}
+
+// Metrics exposes Pebble's metrics (for diagnostics).
+func (d *DB) Metrics() *pebble.Metrics { return d.db.Metrics() }
+
+func (d *DB) Close() error {
+	d.closeMu.Lock()
+	defer d.closeMu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	if err := d.db.Close(); err != nil {
+		return fmt.Errorf("pebblekv: close: %w", err)
+	}
+	return nil
+}
+
+// getter is satisfied by *pebble.DB and *pebble.Batch.
+type getter interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+func get(g getter, key []byte) ([]byte, error) {
+	v, closer, err := g.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: get: %w", err)
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	closer.Close()
+	return out, nil
+}
+
+func newIter(g getter, o kv.IterOptions) (kv.Iterator, error) {
+	it, err := g.NewIter(&pebble.IterOptions{LowerBound: o.LowerBound, UpperBound: o.UpperBound})
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: new iterator: %w", err)
+	}
+	return iter{it}, nil
+}
+
+type reader struct{ db *pebble.DB }
+
+func (r reader) Get(key []byte) ([]byte, error)                { return get(r.db, key) }
+func (r reader) NewIter(o kv.IterOptions) (kv.Iterator, error) { return newIter(r.db, o) }
+
+type txn struct{ b *pebble.Batch }
+
+func (t *txn) Get(key []byte) ([]byte, error)                { return get(t.b, key) }
+func (t *txn) NewIter(o kv.IterOptions) (kv.Iterator, error) { return newIter(t.b, o) }
+func (t *txn) Set(key, value []byte) error                   { return t.b.Set(key, value, nil) }
+func (t *txn) Delete(key []byte) error                       { return t.b.Delete(key, nil) }
+
+type iter struct{ *pebble.Iterator }
+
+func (it iter) Value() []byte {
+	v, err := it.Iterator.ValueAndErr()
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(format string, args ...any)  {}
+func (quietLogger) Errorf(format string, args ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
