@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/httpapi"
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/memkv"
+	"github.com/partita/partita/internal/kv/pebblekv"
+	"github.com/partita/partita/internal/tablestore"
+)
+
+// DevAccounts is the well-known development account (also Azurite's).
+const DevAccounts = "devstoreaccount1:Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+// Config is the server configuration, from flags and PARTITA_* variables.
+type Config struct {
+	Addr     string
+	Data     string
+	Store    string
+	Accounts string
+	Cert     string
+	Key      string
+	LogLevel string
+	// ScanBudget is the time one query page may examine entities.
+	ScanBudget time.Duration
+}
+
+func envOr(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func parseConfig(args []string, stderr io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Addr, "addr", envOr("PARTITA_ADDR", "127.0.0.1:10002"), "listen address (PARTITA_ADDR)")
+	fs.StringVar(&c.Data, "data", envOr("PARTITA_DATA", "./partita-data"), "data directory for the embedded store (PARTITA_DATA)")
+	fs.StringVar(&c.Store, "store", envOr("PARTITA_STORE", "pebble"), "storage engine: pebble (durable, default) or mem (in memory, lost on exit) (PARTITA_STORE)")
+	defAccounts := envOr("PARTITA_ACCOUNTS", envOr("AZURITE_ACCOUNTS", DevAccounts))
+	fs.StringVar(&c.Accounts, "accounts", defAccounts, `accounts and base64 keys, "name:key1[:key2];name2:key1" (PARTITA_ACCOUNTS, else AZURITE_ACCOUNTS; default the devstoreaccount1 development account)`)
+	fs.StringVar(&c.Cert, "cert", envOr("PARTITA_CERT", ""), "TLS certificate file (PEM); serve HTTPS when set with --key (PARTITA_CERT)")
+	fs.StringVar(&c.Key, "key", envOr("PARTITA_KEY", ""), "TLS private key file (PEM) (PARTITA_KEY)")
+	fs.StringVar(&c.LogLevel, "log-level", envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (PARTITA_LOG_LEVEL)")
+	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "partita serve: unexpected argument %q\n", fs.Arg(0))
+		return c, errUsage
+	}
+	if (c.Cert == "") != (c.Key == "") {
+		return c, errors.New("--cert and --key go together")
+	}
+	return c, nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	keys, err := auth.ParseAccounts(c.Accounts)
+	if err != nil {
+		return err
+	}
+
+	var db kv.DB
+	switch c.Store {
+	case "pebble":
+		if err := os.MkdirAll(c.Data, 0o755); err != nil {
+			return err
+		}
+		db, err = pebblekv.Open(c.Data, nil)
+		if err != nil {
+			return err
+		}
+	case "mem":
+		db = memkv.New()
+	default:
+		return fmt.Errorf("--store %q: want pebble or mem", c.Store)
+	}
+	defer db.Close()
+	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log}),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if c.Cert != "" {
+		scheme = "https"
+	}
+	names := make([]string, 0, len(keys))
+	for n := range keys {
+		names = append(names, n)
+	}
+	log.Info("partita listening", "addr", ln.Addr().String(), "scheme", scheme, "store", c.Store, "data", c.Data, "accounts", strings.Join(names, ","))
+	fmt.Fprintf(stdout, "partita: serving %s://%s (store %s)\n", scheme, ln.Addr(), c.Store)
+
+	errc := make(chan error, 1)
+	go func() {
+		if c.Cert != "" {
+			errc <- srv.ServeTLS(ln, c.Cert, c.Key)
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+// Package e2e drives the real partita binary with the official Azure SDKs.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+const (
+	devAccount = "devstoreaccount1"
+	devKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+var partitaBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "partita-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	partitaBin = filepath.Join(dir, "partita")
+	build := exec.Command("go", "build", "-o", partitaBin, "../cmd/partita")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build partita:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Server is a running partita process.
+type Server struct {
+	URL  string // e.g. http://127.0.0.1:PORT
+	Data string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+var servingRE = regexp.MustCompile(`serving (https?://\S+)`)
+
+// StartServer starts partita on a random port. Extra flags are appended.
+// The process is stopped at the end of the test.
+func StartServer(t testing.TB, data string, flags ...string) *Server {
+	t.Helper()
+	if data == "" {
+		data = t.TempDir()
+	}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, flags...)
+	cmd := exec.Command(partitaBin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &testWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Data: data, cmd: cmd, done: make(chan struct{})}
+	lines := bufio.NewScanner(out)
+	urlc := make(chan string, 1)
+	go func() {
+		for lines.Scan() {
+			if m := servingRE.FindStringSubmatch(lines.Text()); m != nil {
+				urlc <- m[1]
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	go func() { cmd.Wait(); close(s.done) }()
+	select {
+	case s.URL = <-urlc:
+	case <-s.done:
+		t.Fatalf("partita exited before serving")
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("partita did not start")
+	}
+	t.Cleanup(func() { s.Stop(t) })
+	return s
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (s *Server) Stop(t testing.TB) {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Errorf("partita did not stop on SIGTERM")
+	}
+}
+
+// Endpoint is the path-style service URL of the dev account.
+func (s *Server) Endpoint() string { return s.URL + "/" + devAccount }
+
+type testWriter struct{ t testing.TB }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("partita: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func serviceClient(t testing.TB, s *Server) *aztables.ServiceClient {
+	t.Helper()
+	cred, err := aztables.NewSharedKeyCredential(devAccount, devKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := aztables.NewServiceClientWithSharedKey(s.Endpoint(), cred, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// newTable creates a fresh table and returns its client.
+func newTable(t testing.TB, svc *aztables.ServiceClient) *aztables.Client {
+	t.Helper()
+	name := fmt.Sprintf("t%d", time.Now().UnixNano())
+	if _, err := svc.CreateTable(context.Background(), name, nil); err != nil {
+		t.Fatalf("CreateTable(%s): %v", name, err)
+	}
+	return svc.NewClient(name)
+}

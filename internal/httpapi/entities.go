@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/wire"
+)
+
+// maxEntityBody bounds the JSON body of a single-entity request: a 1 MiB
+// entity may take several times that in JSON text (escapes, base64).
+const maxEntityBody = 4 << 20
+
+// parseIfMatch turns an If-Match header into a Condition.
+func parseIfMatch(r *http.Request) (partita.Condition, error) {
+	vals := r.Header.Values("If-Match")
+	if len(vals) == 0 {
+		return partita.Condition{}, nil
+	}
+	v := strings.TrimSpace(strings.Join(vals, ","))
+	if v == "*" {
+		return partita.Condition{Kind: partita.IfExists}, nil
+	}
+	if !partita.ValidETagSyntax(v) {
+		return partita.Condition{}, partita.Errorf(partita.CodeInvalidInput, "The etag value '%s' specified in one of the request headers is not valid. Please make sure only one etag value is specified and is valid.", v)
+	}
+	ticks, ok := partita.ParseETag(v)
+	if !ok {
+		ticks = -1 // well-formed but not one of ours: never matches
+	}
+	return partita.Condition{Kind: partita.IfETag, Ticks: ticks}, nil
+}
+
+func (s *Server) entityOptions(rc *reqCtx, table string) *wire.EntityOptions {
+	return &wire.EntityOptions{Metadata: rc.meta, Base: rc.base, Account: rc.account, Table: table}
+}
+
+func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string) error {
+	body, err := readBody(w, r, maxEntityBody)
+	if err != nil {
+		return err
+	}
+	e, hasPK, hasRK, err := wire.DecodeEntity(body)
+	if err != nil {
+		return err
+	}
+	if !hasPK || !hasRK {
+		return partita.NewError(partita.CodePropertiesNeedValue, partita.MsgPropertiesNeedValue)
+	}
+	pref := prefer(r)
+	if pref != "" {
+		w.Header().Set("Preference-Applied", pref)
+	}
+	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e}); err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("ETag", e.ETag())
+	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
+	h.Set("Location", loc)
+	if pref == "return-no-content" {
+		h.Set("DataServiceId", loc)
+		writeNoContent(w)
+		return nil
+	}
+	o := s.entityOptions(rc, table)
+	o.Element = true
+	writeJSON(w, rc, http.StatusCreated, wire.AppendEntity(nil, e, o))
+	return nil
+}
+
+func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string, key partita.Key, merge bool) error {
+	cond, err := parseIfMatch(r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(w, r, maxEntityBody)
+	if err != nil {
+		return err
+	}
+	e, _, _, err := wire.DecodeEntity(body)
+	if err != nil {
+		return err
+	}
+	// The URL's keys win over the body's (PROTOCOL §3.2).
+	e.PartitionKey, e.RowKey = key.PartitionKey, key.RowKey
+	op := partita.Op{Entity: e, If: cond}
+	switch {
+	case merge && cond.Kind == partita.Unconditional:
+		op.Kind = partita.OpInsertOrMerge
+		rc.op = "InsertOrMergeEntity"
+	case merge:
+		op.Kind = partita.OpMerge
+	case cond.Kind == partita.Unconditional:
+		op.Kind = partita.OpInsertOrReplace
+		rc.op = "InsertOrReplaceEntity"
+	default:
+		op.Kind = partita.OpReplace
+	}
+	badKey := !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey)
+	if badKey && cond.Kind != partita.Unconditional {
+		// An update of a key that cannot exist finds nothing; an upsert
+		// reports the key as the body validation does.
+		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+	}
+	if _, err := s.store.Write(r.Context(), rc.account, table, op); err != nil {
+		return err
+	}
+	w.Header().Set("ETag", e.ETag())
+	writeNoContent(w)
+	return nil
+}
+
+func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string, key partita.Key) error {
+	cond, err := parseIfMatch(r)
+	if err != nil {
+		return err
+	}
+	if cond.Kind == partita.Unconditional {
+		cond.Kind = partita.IfExists // every SDK sends '*'; treat a missing If-Match the same
+	}
+	if !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey) {
+		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+	}
+	e := &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
+	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpDelete, Entity: e, If: cond}); err != nil {
+		return err
+	}
+	writeNoContent(w)
+	return nil
+}
+
+func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string, key partita.Key) error {
+	sel, err := parseSelect(rc.query)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("x-partita-query-class", "point")
+	e, err := s.store.GetEntity(r.Context(), rc.account, table, key)
+	if err != nil {
+		return err
+	}
+	o := s.entityOptions(rc, table)
+	o.Element = true
+	o.Select = sel
+	w.Header().Set("ETag", e.ETag())
+	writeJSON(w, rc, http.StatusOK, wire.AppendEntity(nil, e, o))
+	return nil
+}

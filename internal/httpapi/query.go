@@ -1,0 +1,123 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/wire"
+	"github.com/partita/partita/odata"
+)
+
+// maxPageBytes ends a query page early (with a continuation) once its body
+// is this large, so memory per request stays bounded.
+const maxPageBytes = 8 << 20
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// parseTop reads $top: absent, or 1..1000.
+func parseTop(q url.Values) (int, error) {
+	v, ok := q["$top"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v[0]))
+	if err != nil || n < 1 || n > partita.MaxPageSize {
+		return 0, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	return n, nil
+}
+
+// parseSelect reads $select: nil means every property.
+func parseSelect(q url.Values) ([]string, error) {
+	v := strings.TrimSpace(q.Get("$select"))
+	if v == "" || v == "*" {
+		return nil, nil
+	}
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return nil, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+		}
+		if p == "*" {
+			return nil, nil
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string) error {
+	var q partita.Query
+	var err error
+	if q.Top, err = parseTop(rc.query); err != nil {
+		return err
+	}
+	sel, err := parseSelect(rc.query)
+	if err != nil {
+		return err
+	}
+	if q.Filter, err = odata.Parse(rc.query.Get("$filter")); err != nil {
+		return err
+	}
+	npk, rk := rc.query.Get("NextPartitionKey"), rc.query.Get("NextRowKey")
+	if npk != "" || rk != "" {
+		pk, ok1 := wire.DecodeToken(npk)
+		rk, ok2 := wire.DecodeToken(rk)
+		if !ok1 || (!ok2 && rc.query.Get("NextRowKey") != "") {
+			return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+		}
+		q.Next = &partita.Key{PartitionKey: pk, RowKey: rk}
+	}
+	o := s.entityOptions(rc, table)
+	o.Select = sel
+
+	bp := bufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 1<<20 {
+			bufPool.Put(bp)
+		}
+	}()
+	b := (*bp)[:0]
+	b = append(b, '{')
+	if rc.meta != wire.NoMetadata {
+		md := rc.base + "/$metadata#" + table
+		if sel != nil {
+			md += "&$select=" + strings.Join(sel, ",")
+		}
+		b = append(b, `"odata.metadata":`...)
+		b = wire.AppendString(b, md)
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	n := 0
+	info, err := s.store.QueryEntities(r.Context(), rc.account, table, q, func(e *partita.Entity) error {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = wire.AppendEntity(b, e, o)
+		if len(b) > maxPageBytes {
+			return partita.ErrStopPage
+		}
+		return nil
+	})
+	*bp = b
+	if err != nil {
+		return err
+	}
+	b = append(b, "]}"...)
+	*bp = b
+	h := w.Header()
+	h.Set("x-partita-query-class", info.Class.String())
+	if info.Next != nil {
+		h.Set("x-ms-continuation-NextPartitionKey", wire.EncodeToken(info.Next.PartitionKey))
+		h.Set("x-ms-continuation-NextRowKey", wire.EncodeToken(info.Next.RowKey))
+	}
+	writeJSON(w, rc, http.StatusOK, b)
+	return nil
+}

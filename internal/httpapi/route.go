@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/partita/partita"
+)
+
+// resourceKind is what a resource path names.
+type resourceKind uint8
+
+const (
+	resService  resourceKind = iota + 1 // account root
+	resTables                           // Tables, Tables()
+	resTable                            // Tables('name')
+	resBatch                            // $batch
+	resEntities                         // table, table()
+	resEntity                           // table(PartitionKey='…',RowKey='…')
+)
+
+type resource struct {
+	kind  resourceKind
+	table string
+	key   partita.Key
+}
+
+var errQuerySyntax = partita.NewError(partita.CodeInvalidInput, "Bad Request - Error in query syntax.")
+
+// parseResource parses the raw path after the account (PROTOCOL §1.2–1.3).
+// The table segment is split off at the first '(' before decoding, because
+// a key may contain %2F.
+func parseResource(raw string) (resource, error) {
+	if raw == "" {
+		return resource{kind: resService}, nil
+	}
+	if raw == "$batch" || raw == "%24batch" {
+		return resource{kind: resBatch}, nil
+	}
+	name, args, hasArgs := strings.Cut(raw, "(")
+	tname, err := url.PathUnescape(name)
+	if err != nil || tname == "" || strings.Contains(tname, "/") {
+		return resource{}, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	if !hasArgs {
+		if strings.EqualFold(tname, "Tables") {
+			return resource{kind: resTables}, nil
+		}
+		return resource{kind: resEntities, table: tname}, nil
+	}
+	if !strings.HasSuffix(args, ")") {
+		return resource{}, errQuerySyntax
+	}
+	args = args[:len(args)-1]
+	decoded, err := url.PathUnescape(args)
+	if err != nil {
+		return resource{}, errQuerySyntax
+	}
+	if strings.EqualFold(tname, "Tables") {
+		if decoded == "" {
+			return resource{kind: resTables}, nil
+		}
+		lit, rest, ok := readLiteral(strings.TrimSpace(decoded))
+		if !ok || strings.TrimSpace(rest) != "" {
+			return resource{}, errQuerySyntax
+		}
+		return resource{kind: resTable, table: lit}, nil
+	}
+	if decoded == "" {
+		return resource{kind: resEntities, table: tname}, nil
+	}
+	key, err := parseKeyPredicate(decoded)
+	if err != nil {
+		return resource{}, err
+	}
+	return resource{kind: resEntity, table: tname, key: key}, nil
+}
+
+// parseKeyPredicate parses PartitionKey='…',RowKey='…' in either order.
+func parseKeyPredicate(s string) (partita.Key, error) {
+	var k partita.Key
+	var havePK, haveRK bool
+	rest := strings.TrimSpace(s)
+	for i := 0; i < 2; i++ {
+		name, after, ok := strings.Cut(rest, "=")
+		if !ok {
+			return k, errQuerySyntax
+		}
+		lit, r, ok := readLiteral(strings.TrimSpace(after))
+		if !ok {
+			return k, errQuerySyntax
+		}
+		switch strings.TrimSpace(name) {
+		case partita.PropPartitionKey:
+			if havePK {
+				return k, errQuerySyntax
+			}
+			k.PartitionKey, havePK = lit, true
+		case partita.PropRowKey:
+			if haveRK {
+				return k, errQuerySyntax
+			}
+			k.RowKey, haveRK = lit, true
+		default:
+			return k, errQuerySyntax
+		}
+		r = strings.TrimSpace(r)
+		if i == 0 {
+			if !strings.HasPrefix(r, ",") {
+				return k, errQuerySyntax
+			}
+			r = strings.TrimSpace(r[1:])
+		} else if r != "" {
+			return k, errQuerySyntax
+		}
+		rest = r
+	}
+	// A '/' or '\' in a key in the URL is a syntax error for the service.
+	if strings.ContainsAny(k.PartitionKey, `/\`) || strings.ContainsAny(k.RowKey, `/\`) {
+		return k, errQuerySyntax
+	}
+	return k, nil
+}
+
+// readLiteral reads an OData string literal '…' with ” escapes from the
+// start of s and returns its value and the rest of s.
+func readLiteral(s string) (string, string, bool) {
+	if len(s) == 0 || s[0] != '\'' {
+		return "", "", false
+	}
+	var sb strings.Builder
+	for i := 1; i < len(s); i++ {
+		if s[i] == '\'' {
+			if i+1 < len(s) && s[i+1] == '\'' {
+				sb.WriteByte('\'')
+				i++
+				continue
+			}
+			return sb.String(), s[i+1:], true
+		}
+		sb.WriteByte(s[i])
+	}
+	return "", "", false
+}
+
+// route dispatches on the resource and method.
+func (s *Server) route(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	res, err := parseResource(rc.resource)
+	if err != nil {
+		return err
+	}
+	method := r.Method
+	if xm := r.Header.Values("X-HTTP-Method"); len(xm) > 0 {
+		switch {
+		case len(xm) > 1:
+			return partita.NewError(partita.CodeXMethodIncorrectCount, "More than one X-HTTP-Method is specified.")
+		case method != http.MethodPost:
+			return partita.NewError(partita.CodeXMethodNotUsingPost, "The request uses X-HTTP-Method with an HTTP verb other than POST.")
+		}
+		switch strings.ToUpper(xm[0]) {
+		case "MERGE", "PATCH", "PUT", "DELETE":
+			method = strings.ToUpper(xm[0])
+		default:
+			return partita.NewError(partita.CodeXMethodIncorrectValue, "The specified X-HTTP-Method is invalid.")
+		}
+	}
+	switch res.kind {
+	case resService:
+		rc.xml = true
+		return s.handleService(w, r, rc, method)
+	case resTables:
+		switch method {
+		case http.MethodGet:
+			rc.op = "QueryTables"
+			return s.handleQueryTables(w, r, rc)
+		case http.MethodPost:
+			rc.op = "CreateTable"
+			return s.handleCreateTable(w, r, rc)
+		}
+	case resTable:
+		switch method {
+		case http.MethodGet:
+			rc.op = "GetTable"
+			return s.handleGetTable(w, r, rc, res.table)
+		case http.MethodDelete:
+			rc.op = "DeleteTable"
+			return s.handleDeleteTable(w, r, rc, res.table)
+		}
+	case resBatch:
+		if method == http.MethodPost {
+			rc.op = "EntityGroupTransaction"
+			return s.handleBatch(w, r, rc)
+		}
+	case resEntities:
+		if rc.query.Get("comp") == "acl" {
+			rc.xml = true
+			rc.op = "TableACL"
+			return partita.NewError(partita.CodeNotImplemented, partita.MsgNotImplemented)
+		}
+		switch method {
+		case http.MethodGet:
+			rc.op = "QueryEntities"
+			return s.handleQueryEntities(w, r, rc, res.table)
+		case http.MethodPost:
+			rc.op = "InsertEntity"
+			return s.handleInsertEntity(w, r, rc, res.table)
+		}
+	case resEntity:
+		switch method {
+		case http.MethodGet:
+			rc.op = "GetEntity"
+			return s.handleGetEntity(w, r, rc, res.table, res.key)
+		case http.MethodPut:
+			rc.op = "UpdateEntity"
+			return s.handleWriteEntity(w, r, rc, res.table, res.key, false)
+		case "MERGE", http.MethodPatch:
+			rc.op = "MergeEntity"
+			return s.handleWriteEntity(w, r, rc, res.table, res.key, true)
+		case http.MethodDelete:
+			rc.op = "DeleteEntity"
+			return s.handleDeleteEntity(w, r, rc, res.table, res.key)
+		}
+	}
+	return partita.NewError(partita.CodeMethodNotAllowed, "The requested method is not allowed on the specified resource.")
+}
+
+// handleService answers the account-level XML operations, which belong to
+// the authorization issue; until then they are not implemented.
+func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCtx, method string) error {
+	rc.op = "ServiceProperties"
+	return partita.NewError(partita.CodeNotImplemented, partita.MsgNotImplemented)
+}

@@ -1,0 +1,209 @@
+// Package httpapi is partita's HTTP edge: it authenticates requests, routes
+// them to the partita.Store, encodes responses, and is the only place where
+// errors become statuses, codes and bodies (errors.go).
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/wire"
+)
+
+// Options configure a Server.
+type Options struct {
+	Store    partita.Store
+	Accounts auth.Keyring
+	Logger   *slog.Logger
+	// Now is the clock (tests). Default time.Now.
+	Now func() time.Time
+}
+
+// Server serves the Table REST API.
+type Server struct {
+	store partita.Store
+	keys  auth.Keyring
+	log   *slog.Logger
+	now   func() time.Time
+}
+
+// New returns a Server.
+func New(o Options) *Server {
+	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// reqCtx is what the handlers of one request share.
+type reqCtx struct {
+	id      string
+	op      string
+	account string
+	// base is the service root as the client addressed it.
+	base string
+	// resource is the raw (still escaped) path after the account prefix,
+	// without the leading '/'.
+	resource string
+	query    url.Values
+	meta     wire.Metadata
+	xml      bool
+}
+
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var out [36]byte
+	hex.Encode(out[0:8], b[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], b[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], b[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], b[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:], b[10:])
+	return string(out[:])
+}
+
+// validVersion accepts any YYYY-MM-DD x-ms-version.
+func validVersion(v string) bool {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i, c := range v {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// splitAccount finds the account and the resource path, path style or
+// host style (PROTOCOL §1.1).
+func splitAccount(host, rawPath string) (account, signing, resource, prefix string, ok bool) {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	hostStyle := net.ParseIP(h) == nil && h != "localhost" && strings.Contains(h, ".") && h != "host.docker.internal"
+	p := strings.TrimPrefix(rawPath, "/")
+	if hostStyle {
+		label, _, _ := strings.Cut(h, ".")
+		return strings.TrimSuffix(label, "-secondary"), label, p, "", label != ""
+	}
+	seg, rest, _ := strings.Cut(p, "/")
+	if seg == "" {
+		return "", "", "", "", false
+	}
+	return strings.TrimSuffix(seg, "-secondary"), seg, rest, "/" + seg, true
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := &reqCtx{id: newRequestID(), op: "Unknown"}
+	h := w.Header()
+	h.Set("x-ms-request-id", rc.id)
+	version := r.Header.Get("x-ms-version")
+	if version == "" {
+		version = "2019-02-02"
+	}
+	h.Set("x-ms-version", version)
+	h.Set("Date", s.now().UTC().Format(http.TimeFormat))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Server", "partita/"+partita.Version)
+	if id := r.Header.Get("x-ms-client-request-id"); id != "" {
+		h.Set("x-ms-client-request-id", id)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.writeError(w, rc, fmt.Errorf("panic: %v", v))
+		}
+	}()
+	if err := s.serve(w, r, rc, version); err != nil {
+		s.writeError(w, rc, err)
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, version string) error {
+	rawPath, rawQuery, _ := strings.Cut(r.RequestURI, "?")
+	if u, err := url.Parse(r.RequestURI); err == nil && u.IsAbs() {
+		rawPath, rawQuery = u.EscapedPath(), u.RawQuery
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
+	}
+	rc.query = q
+	if q.Get("comp") != "" || q.Get("restype") != "" {
+		rc.xml = true
+	}
+	meta, err := negotiate(r, q)
+	if err != nil {
+		return err
+	}
+	rc.meta = meta
+	if !validVersion(version) {
+		return partita.NewError(partita.CodeInvalidHeaderValue, "The value for one of the HTTP headers is not in the correct format.")
+	}
+	account, signing, resource, prefix, ok := splitAccount(r.Host, rawPath)
+	if !ok {
+		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	rc.account = account
+	rc.resource = resource
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	rc.base = scheme + "://" + r.Host + prefix
+
+	if r.Method == http.MethodOptions {
+		rc.op = "Preflight"
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	if _, err := s.keys.Verify(auth.Request{Method: r.Method, Header: r.Header, RawPath: rawPath, Query: q}, signing, s.now()); err != nil {
+		return err
+	}
+	return s.route(w, r, rc)
+}
+
+// negotiate picks the JSON metadata level from $format or Accept.
+func negotiate(r *http.Request, q url.Values) (wire.Metadata, error) {
+	f := q.Get("$format")
+	if f == "" {
+		f = r.Header.Get("Accept")
+		if strings.HasPrefix(f, "application/atom+xml") {
+			return 0, partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
+		}
+	}
+	switch {
+	case strings.Contains(f, "odata=nometadata"):
+		return wire.NoMetadata, nil
+	case strings.Contains(f, "odata=fullmetadata"):
+		return wire.FullMetadata, nil
+	}
+	return wire.MinimalMetadata, nil
+}
+
+// readBody reads at most limit bytes of the request body.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}

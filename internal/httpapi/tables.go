@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/wire"
+	"github.com/partita/partita/odata"
+)
+
+// writeJSON sends a JSON body with the standard success headers.
+func writeJSON(w http.ResponseWriter, rc *reqCtx, status int, body []byte) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", rc.meta.ContentType())
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// writeNoContent sends 204 with the standard headers.
+func writeNoContent(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// prefer returns the Prefer header's return-content/return-no-content.
+func prefer(r *http.Request) string {
+	for _, v := range r.Header.Values("Prefer") {
+		for _, p := range strings.Split(v, ",") {
+			switch p = strings.TrimSpace(p); p {
+			case "return-no-content", "return-content":
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+func appendTable(b []byte, rc *reqCtx, name string, element bool) []byte {
+	b = append(b, '{')
+	if rc.meta != wire.NoMetadata {
+		if element {
+			b = append(b, `"odata.metadata":`...)
+			b = wire.AppendString(b, rc.base+"/$metadata#Tables/@Element")
+			b = append(b, ',')
+		}
+		if rc.meta == wire.FullMetadata {
+			b = append(b, `"odata.type":`...)
+			b = wire.AppendString(b, rc.account+".Tables")
+			b = append(b, `,"odata.id":`...)
+			b = wire.AppendString(b, rc.base+"/Tables('"+name+"')")
+			b = append(b, `,"odata.editLink":`...)
+			b = wire.AppendString(b, "Tables('"+name+"')")
+			b = append(b, ',')
+		}
+	}
+	b = append(b, `"TableName":`...)
+	b = wire.AppendString(b, name)
+	return append(b, '}')
+}
+
+func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	body, err := readBody(w, r, 64<<10)
+	if err != nil {
+		return err
+	}
+	var req struct{ TableName *string }
+	if err := json.Unmarshal(body, &req); err != nil || req.TableName == nil {
+		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	pref := prefer(r)
+	if pref != "" {
+		w.Header().Set("Preference-Applied", pref)
+	}
+	t, err := s.store.CreateTable(r.Context(), rc.account, *req.TableName)
+	if err != nil {
+		return err
+	}
+	loc := rc.base + "/Tables('" + t.Name + "')"
+	w.Header().Set("Location", loc)
+	if pref == "return-no-content" {
+		w.Header().Set("DataServiceId", loc)
+		writeNoContent(w)
+		return nil
+	}
+	writeJSON(w, rc, http.StatusCreated, appendTable(nil, rc, t.Name, true))
+	return nil
+}
+
+func (s *Server) handleDeleteTable(w http.ResponseWriter, r *http.Request, rc *reqCtx, name string) error {
+	if err := s.store.DeleteTable(r.Context(), rc.account, name); err != nil {
+		return err
+	}
+	writeNoContent(w)
+	return nil
+}
+
+func (s *Server) handleGetTable(w http.ResponseWriter, r *http.Request, rc *reqCtx, name string) error {
+	t, err := s.store.GetTable(r.Context(), rc.account, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, rc, http.StatusOK, appendTable(nil, rc, t.Name, true))
+	return nil
+}
+
+func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	q := partita.TableQuery{}
+	var err error
+	if q.Top, err = parseTop(rc.query); err != nil {
+		return err
+	}
+	if f := rc.query.Get("$filter"); f != "" {
+		if q.Filter, err = odata.Parse(f); err != nil {
+			return err
+		}
+	}
+	if t := rc.query.Get("NextTableName"); t != "" {
+		name, ok := wire.DecodeToken(t)
+		if !ok {
+			return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+		}
+		q.NextTableName = name
+	}
+	page, err := s.store.QueryTables(r.Context(), rc.account, q)
+	if err != nil {
+		return err
+	}
+	b := []byte{'{'}
+	if rc.meta != wire.NoMetadata {
+		b = append(b, `"odata.metadata":`...)
+		b = wire.AppendString(b, rc.base+"/$metadata#Tables")
+		b = append(b, ',')
+	}
+	b = append(b, `"value":[`...)
+	for i, t := range page.Tables {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendTable(b, rc, t.Name, false)
+	}
+	b = append(b, "]}"...)
+	if page.NextTableName != "" {
+		w.Header().Set("x-ms-continuation-NextTableName", wire.EncodeToken(page.NextTableName))
+	}
+	writeJSON(w, rc, http.StatusOK, b)
+	return nil
+}

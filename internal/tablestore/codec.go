@@ -1,0 +1,128 @@
+package tablestore
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+)
+
+// # Entity value encoding
+//
+//	version (1 byte, = 1)
+//	Timestamp ticks (uvarint)
+//	property count (uvarint)
+//	per property: name length (uvarint) | name | type (1 byte, edm.Type) | payload
+//
+// Payloads: String, Guid, Binary: length (uvarint) | bytes; Int32, Int64,
+// DateTime: varint; Boolean: 1 byte; Double: 8 bytes, IEEE bits
+// little-endian. The keys are not repeated in the value: they are in the
+// kv key.
+const codecVersion = 1
+
+var errBadValue = errors.New("tablestore: malformed entity value")
+
+// appendEntity appends the encoding of e's Timestamp and properties.
+func appendEntity(b []byte, e *partita.Entity) []byte {
+	b = append(b, codecVersion)
+	b = binary.AppendUvarint(b, uint64(e.Timestamp))
+	b = binary.AppendUvarint(b, uint64(len(e.Properties)))
+	for _, p := range e.Properties {
+		b = binary.AppendUvarint(b, uint64(len(p.Name)))
+		b = append(b, p.Name...)
+		v := p.Value
+		b = append(b, byte(v.Type))
+		switch v.Type {
+		case edm.String, edm.Guid:
+			b = binary.AppendUvarint(b, uint64(len(v.Str)))
+			b = append(b, v.Str...)
+		case edm.Binary:
+			b = binary.AppendUvarint(b, uint64(len(v.Bin)))
+			b = append(b, v.Bin...)
+		case edm.Int32, edm.Int64, edm.DateTime:
+			b = binary.AppendVarint(b, v.Int)
+		case edm.Boolean:
+			b = append(b, byte(v.Int))
+		case edm.Double:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Float))
+		}
+	}
+	return b
+}
+
+// decodeEntity decodes a value into e, reusing e.Properties' storage. Keys
+// are left alone.
+func decodeEntity(b []byte, e *partita.Entity) error {
+	if len(b) < 1 || b[0] != codecVersion {
+		return errBadValue
+	}
+	b = b[1:]
+	ts, n := binary.Uvarint(b)
+	if n <= 0 {
+		return errBadValue
+	}
+	b = b[n:]
+	e.Timestamp = int64(ts)
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > uint64(len(b)) {
+		return errBadValue
+	}
+	b = b[n:]
+	props := e.Properties[:0]
+	for i := uint64(0); i < count; i++ {
+		var p partita.Property
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return errBadValue
+		}
+		p.Name = string(b[n : n+int(l)])
+		b = b[n+int(l):]
+		if len(b) < 1 {
+			return errBadValue
+		}
+		p.Value.Type = edm.Type(b[0])
+		b = b[1:]
+		switch p.Value.Type {
+		case edm.String, edm.Guid, edm.Binary:
+			l, n := binary.Uvarint(b)
+			if n <= 0 || l > uint64(len(b)-n) {
+				return errBadValue
+			}
+			if p.Value.Type == edm.Binary {
+				p.Value.Bin = append([]byte(nil), b[n:n+int(l)]...)
+			} else {
+				p.Value.Str = string(b[n : n+int(l)])
+			}
+			b = b[n+int(l):]
+		case edm.Int32, edm.Int64, edm.DateTime:
+			v, n := binary.Varint(b)
+			if n <= 0 {
+				return errBadValue
+			}
+			p.Value.Int = v
+			b = b[n:]
+		case edm.Boolean:
+			if len(b) < 1 {
+				return errBadValue
+			}
+			p.Value.Int = int64(b[0] & 1)
+			b = b[1:]
+		case edm.Double:
+			if len(b) < 8 {
+				return errBadValue
+			}
+			p.Value.Float = math.Float64frombits(binary.LittleEndian.Uint64(b))
+			b = b[8:]
+		default:
+			return errBadValue
+		}
+		props = append(props, p)
+	}
+	if len(b) != 0 {
+		return errBadValue
+	}
+	e.Properties = props
+	return nil
+}

@@ -1,0 +1,146 @@
+package tablestore
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/partita/partita/odata"
+)
+
+// # Key layout
+//
+// Every key starts with a one-byte namespace:
+//
+//	0x01 catalog:  0x01 | account | 0x00 | lowercase table name  → table record
+//	0x03 entities: 0x03 | table id (8 bytes, big-endian) | str(PartitionKey) | str(RowKey) → entity value
+//
+// Table ids are never shared by two live tables, so dropping a table is a
+// catalog change plus one range deletion of its id prefix.
+//
+// str(s) is an order-preserving, prefix-free encoding of a string: the
+// UTF-8 bytes of s, with 0x00 written as 0x00 0xFF, the lead bytes 0xEE and
+// 0xEF (U+E000 to U+FFFF) written as 0xF5 and 0xF6, and a terminator 0x00
+// 0x01. The terminator makes "a" sort before "a\x00" and "aa"; the lead-byte
+// remapping makes byte order equal the service's UTF-16 ordinal order,
+// which puts supplementary characters (lead bytes 0xF0 to 0xF4) before
+// U+E000 to U+FFFF. Bytes 0xF5 and 0xF6 never occur in valid UTF-8, so the
+// mapping is reversible for every valid key.
+const (
+	nsCatalog  = 0x01
+	nsEntities = 0x03
+)
+
+var errBadKey = errors.New("tablestore: malformed entity key")
+
+func catalogPrefix(account string) []byte {
+	b := make([]byte, 0, 2+len(account))
+	b = append(b, nsCatalog)
+	b = append(b, account...)
+	return append(b, 0x00)
+}
+
+func catalogKey(account, lowerName string) []byte {
+	return append(catalogPrefix(account), lowerName...)
+}
+
+func tablePrefix(id uint64) []byte {
+	b := make([]byte, 9, 9+64)
+	b[0] = nsEntities
+	binary.BigEndian.PutUint64(b[1:], id)
+	return b
+}
+
+// appendStr appends str(s).
+func appendStr(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case 0x00:
+			b = append(b, 0x00, 0xFF)
+		case 0xEE:
+			b = append(b, 0xF5)
+		case 0xEF:
+			b = append(b, 0xF6)
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, 0x00, 0x01)
+}
+
+// readStr decodes one str() from b and returns it and the rest of b.
+func readStr(b []byte) (string, []byte, error) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case 0x00:
+			if i+1 >= len(b) {
+				return "", nil, errBadKey
+			}
+			switch b[i+1] {
+			case 0x01:
+				return string(out), b[i+2:], nil
+			case 0xFF:
+				out = append(out, 0x00)
+				i++
+			default:
+				return "", nil, errBadKey
+			}
+		case 0xF5:
+			out = append(out, 0xEE)
+		case 0xF6:
+			out = append(out, 0xEF)
+		default:
+			out = append(out, c)
+		}
+	}
+	return "", nil, errBadKey
+}
+
+// entityKey appends the key of (pk, rk) in table id to b.
+func entityKey(b []byte, id uint64, pk, rk string) []byte {
+	b = append(b, nsEntities)
+	b = binary.BigEndian.AppendUint64(b, id)
+	b = appendStr(b, pk)
+	return appendStr(b, rk)
+}
+
+// decodeEntityKey returns the PartitionKey and RowKey of an entity key.
+func decodeEntityKey(k []byte) (pk, rk string, err error) {
+	if len(k) < 9 || k[0] != nsEntities {
+		return "", "", errBadKey
+	}
+	pk, rest, err := readStr(k[9:])
+	if err != nil {
+		return "", "", err
+	}
+	rk, rest, err = readStr(rest)
+	if err != nil || len(rest) != 0 {
+		return "", "", errBadKey
+	}
+	return pk, rk, nil
+}
+
+// position returns the kv key at a planner position in table id. Start
+// and end positions encode the same way: a range [position(start),
+// position(end)) holds exactly the keys between the two positions.
+func position(id uint64, p odata.Position, end bool) []byte {
+	b := tablePrefix(id)
+	switch p.Kind {
+	case odata.Unbounded:
+		if end {
+			return tablePrefix(id + 1)
+		}
+		return b
+	case odata.BeforePartition:
+		return appendStr(b, p.PK)
+	case odata.AfterPartition:
+		b = appendStr(b, p.PK)
+		b[len(b)-1] = 0x02 // just past every key of the partition
+		return b
+	case odata.BeforeKey:
+		return appendStr(appendStr(b, p.PK), p.RK)
+	case odata.AfterKey:
+		return append(appendStr(appendStr(b, p.PK), p.RK), 0x00)
+	}
+	panic("tablestore: unknown position kind")
+}

@@ -1,0 +1,107 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"time"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/odata"
+)
+
+// QueryEntities implements partita.Store. The filter is planned into key
+// ranges (odata.PlanQuery); each range is scanned in key order and the
+// whole filter is evaluated on every entity read, so the plan only decides
+// how much is read, never what matches.
+func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q partita.Query, fn func(*partita.Entity) error) (partita.QueryInfo, error) {
+	t, err := s.lookup(account, tableName)
+	if err != nil {
+		return partita.QueryInfo{}, err
+	}
+	defer t.mu.RUnlock()
+	top := q.Top
+	if top <= 0 || top > partita.MaxPageSize {
+		top = partita.MaxPageSize
+	}
+	plan := odata.PlanQuery(q.Filter)
+	info := partita.QueryInfo{Class: plan.Class}
+	var resume []byte
+	if q.Next != nil {
+		resume = entityKey(nil, t.id, q.Next.PartitionKey, q.Next.RowKey)
+	}
+	deadline := time.Now().Add(s.opts.ScanTimeBudget)
+	matched := 0
+	var e partita.Entity
+	err = s.db.View(ctx, func(r kv.Reader) error {
+		for _, rg := range plan.Ranges {
+			lo := position(t.id, rg.Start, false)
+			hi := position(t.id, rg.End, true)
+			if resume != nil {
+				if bytes.Compare(resume, hi) >= 0 {
+					continue
+				}
+				if bytes.Compare(resume, lo) > 0 {
+					lo = resume
+				}
+			}
+			if bytes.Compare(lo, hi) >= 0 {
+				continue
+			}
+			done, err := s.scan(ctx, r, kv.IterOptions{LowerBound: lo, UpperBound: hi}, q.Filter, &e, top, &matched, &info, deadline, fn)
+			if err != nil || done {
+				return err
+			}
+		}
+		return nil
+	})
+	return info, err
+}
+
+// scan reads one key range. It returns done=true when the page is full or
+// the budget is spent (info.Next set if entities remain).
+func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, filter odata.Expr, e *partita.Entity, top int, matched *int, info *partita.QueryInfo, deadline time.Time, fn func(*partita.Entity) error) (bool, error) {
+	it, err := r.NewIter(o)
+	if err != nil {
+		return false, err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		pk, rk, err := decodeEntityKey(it.Key())
+		if err != nil {
+			return false, err
+		}
+		if *matched >= top || info.Examined >= s.opts.MaxExamined ||
+			(info.Examined&255 == 255 && (time.Now().After(deadline) || ctx.Err() != nil)) {
+			info.Next = &partita.Key{PartitionKey: pk, RowKey: rk}
+			return true, nil
+		}
+		info.Examined++
+		e.PartitionKey, e.RowKey = pk, rk
+		if err := decodeEntity(it.Value(), e); err != nil {
+			return false, err
+		}
+		if filter != nil && !odata.Eval(filter, e.Get) {
+			continue
+		}
+		*matched++
+		if err := fn(e); err == partita.ErrStopPage {
+			*matched = top // the page is full: report the next key, if any
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return false, it.Error()
+}
+
+// evalTable evaluates a Query Tables filter, whose only property is
+// TableName.
+func evalTable(f odata.Expr, name string) bool {
+	return odata.Eval(f, func(p string) (edm.Value, bool) {
+		if p == "TableName" {
+			return edm.StringValue(name), true
+		}
+		return edm.Value{}, false
+	})
+}

@@ -1,0 +1,495 @@
+// Package wire holds the bytes on the wire that are not HTTP routing:
+// entity JSON in the three OData metadata levels, error bodies and
+// continuation tokens. It knows the domain types but not the store.
+package wire
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+)
+
+// Metadata is an OData JSON metadata level.
+type Metadata uint8
+
+const (
+	MinimalMetadata Metadata = iota
+	NoMetadata
+	FullMetadata
+)
+
+// String returns the odata= parameter value.
+func (m Metadata) String() string {
+	switch m {
+	case NoMetadata:
+		return "nometadata"
+	case FullMetadata:
+		return "fullmetadata"
+	}
+	return "minimalmetadata"
+}
+
+// ContentType returns the response Content-Type for m.
+func (m Metadata) ContentType() string {
+	return "application/json;odata=" + m.String() + ";streaming=true;charset=utf-8"
+}
+
+func invalidInput() error { return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput) }
+
+type rawProp struct {
+	name string
+	tok  json.Token // string, json.Number, bool or nil
+}
+
+// DecodeEntity parses an entity JSON body (PROTOCOL §3.1–3.2). Keys are
+// taken from the body when present; the caller overrides them from the URL
+// for PUT/MERGE. Null properties are dropped. Type errors are *partita.Error
+// values with the service's codes.
+func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
+	if !utf8.Valid(body) {
+		return nil, false, false, invalidInput()
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	tok, err := d.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, false, false, invalidInput()
+	}
+	var props []rawProp
+	types := map[string]string{}
+	seen := map[string]bool{}
+	for d.More() {
+		kt, err := d.Token()
+		if err != nil {
+			return nil, false, false, invalidInput()
+		}
+		name, ok := kt.(string)
+		if !ok {
+			return nil, false, false, invalidInput()
+		}
+		vt, err := d.Token()
+		if err != nil {
+			return nil, false, false, invalidInput()
+		}
+		if _, ok := vt.(json.Delim); ok {
+			return nil, false, false, invalidInput() // objects and arrays are not property values
+		}
+		if seen[name] {
+			return nil, false, false, partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)
+		}
+		seen[name] = true
+		if i := strings.IndexByte(name, '@'); i >= 0 {
+			if name[i:] == "@odata.type" {
+				s, ok := vt.(string)
+				if !ok {
+					return nil, false, false, invalidInput()
+				}
+				types[name[:i]] = s
+			}
+			continue
+		}
+		if strings.HasPrefix(name, "odata.") {
+			continue
+		}
+		props = append(props, rawProp{name, vt})
+	}
+	if tok, err := d.Token(); err != nil || tok != json.Delim('}') {
+		return nil, false, false, invalidInput()
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, false, false, invalidInput()
+	}
+
+	e := &partita.Entity{Properties: make([]partita.Property, 0, len(props))}
+	var hasPK, hasRK bool
+	for _, p := range props {
+		switch p.name {
+		case partita.PropTimestamp:
+			continue
+		case partita.PropPartitionKey, partita.PropRowKey:
+			s, ok := p.tok.(string)
+			if !ok {
+				if p.tok == nil {
+					return nil, false, false, partita.NewError(partita.CodePropertiesNeedValue, partita.MsgPropertiesNeedValue)
+				}
+				return nil, false, false, invalidInput()
+			}
+			if t, ok := types[p.name]; ok && t != "Edm.String" {
+				return nil, false, false, invalidInput()
+			}
+			if p.name == partita.PropPartitionKey {
+				e.PartitionKey, hasPK = s, true
+			} else {
+				e.RowKey, hasRK = s, true
+			}
+			continue
+		}
+		if p.tok == nil {
+			continue
+		}
+		v, err := toValue(p.name, p.tok, types[p.name])
+		if err != nil {
+			return nil, false, false, err
+		}
+		e.Properties = append(e.Properties, partita.Property{Name: p.name, Value: v})
+	}
+	return e, hasPK, hasRK, nil
+}
+
+func toValue(name string, tok json.Token, typ string) (edm.Value, error) {
+	if typ == "" {
+		switch v := tok.(type) {
+		case string:
+			return edm.StringValue(v), nil
+		case bool:
+			return edm.BoolValue(v), nil
+		case json.Number:
+			s := string(v)
+			if !strings.ContainsAny(s, ".eE") {
+				if i, err := strconv.ParseInt(s, 10, 32); err == nil {
+					return edm.Int32Value(int32(i)), nil
+				}
+			}
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
+				return edm.Value{}, invalidInput()
+			}
+			if math.IsInf(f, 0) {
+				return edm.Value{}, invalidInput()
+			}
+			return edm.DoubleValue(f), nil
+		}
+		return edm.Value{}, invalidInput()
+	}
+	t, ok := edm.ParseType(typ)
+	if !ok {
+		return edm.Value{}, invalidInput()
+	}
+	text, isStr := tok.(string)
+	num, isNum := tok.(json.Number)
+	if isNum {
+		text = string(num)
+	}
+	switch t {
+	case edm.String:
+		if !isStr {
+			return edm.Value{}, invalidInput()
+		}
+		return edm.StringValue(text), nil
+	case edm.Boolean:
+		if b, ok := tok.(bool); ok {
+			return edm.BoolValue(b), nil
+		}
+		if isStr && (text == "true" || text == "false") {
+			return edm.BoolValue(text == "true"), nil
+		}
+		return edm.Value{}, invalidInput()
+	case edm.Int32:
+		if !isStr && !isNum {
+			return edm.Value{}, invalidInput()
+		}
+		i, err := strconv.ParseInt(text, 10, 32)
+		if err != nil {
+			return edm.Value{}, invalidInput()
+		}
+		return edm.Int32Value(int32(i)), nil
+	case edm.Int64:
+		if !isStr && !isNum {
+			return edm.Value{}, invalidInput()
+		}
+		i, err := strconv.ParseInt(text, 10, 64)
+		if err != nil {
+			return edm.Value{}, invalidInput()
+		}
+		return edm.Int64Value(i), nil
+	case edm.Double:
+		if !isStr && !isNum {
+			return edm.Value{}, invalidInput()
+		}
+		f, err := edm.ParseDouble(text)
+		if err != nil {
+			return edm.Value{}, invalidInput()
+		}
+		return edm.DoubleValue(f), nil
+	case edm.DateTime:
+		if !isStr {
+			return edm.Value{}, invalidInput()
+		}
+		ticks, err := edm.ParseDateTime(text)
+		if errors.Is(err, edm.ErrRange) {
+			return edm.Value{}, partita.Errorf(partita.CodeOutOfRangeInput, "The '%s' parameter of value '%s' is out of range.", name, outOfRangeText(text))
+		}
+		if err != nil {
+			return edm.Value{}, invalidInput()
+		}
+		return edm.DateTimeValue(ticks), nil
+	case edm.Guid:
+		if !isStr {
+			return edm.Value{}, invalidInput()
+		}
+		v, err := edm.GuidValue(text)
+		if err != nil {
+			return edm.Value{}, invalidInput()
+		}
+		return v, nil
+	case edm.Binary:
+		if !isStr {
+			return edm.Value{}, invalidInput()
+		}
+		b, err := base64.StdEncoding.DecodeString(text)
+		if err != nil {
+			b, err = base64.RawStdEncoding.DecodeString(strings.TrimRight(text, "="))
+			if err != nil {
+				return edm.Value{}, invalidInput()
+			}
+		}
+		return edm.BinaryValue(b), nil
+	}
+	return edm.Value{}, invalidInput()
+}
+
+// outOfRangeText renders an out-of-range date-time as the service's
+// MM/dd/yyyy HH:mm:ss.
+func outOfRangeText(s string) string {
+	if len(s) >= 19 {
+		return s[5:7] + "/" + s[8:10] + "/" + s[0:4] + " " + s[11:19]
+	}
+	return s
+}
+
+// EntityOptions control how an entity is written.
+type EntityOptions struct {
+	Metadata Metadata
+	// Base is the service root as the client addressed it, e.g.
+	// http://127.0.0.1:10002/devstoreaccount1.
+	Base    string
+	Account string
+	Table   string
+	// Select lists the properties to write (nil: all). Selected properties
+	// an entity lacks are written as null.
+	Select []string
+	// Element adds odata.metadata for a single-entity response.
+	Element bool
+}
+
+// AppendEntity appends the JSON object of e.
+func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
+	b = append(b, '{')
+	first := true
+	key := func(k string) { b = appendKey(b, &first, k) }
+	if o.Metadata != NoMetadata {
+		if o.Element {
+			key("odata.metadata")
+			b = appendString(b, o.Base+"/$metadata#"+o.Table+"/@Element")
+		}
+		if o.Metadata == FullMetadata {
+			key("odata.type")
+			b = appendString(b, o.Account+"."+o.Table)
+			key("odata.id")
+			b = appendString(b, o.Base+"/"+EntityPath(o.Table, e.PartitionKey, e.RowKey))
+		}
+		key("odata.etag")
+		b = appendString(b, partita.FormatETag(e.Timestamp))
+		if o.Metadata == FullMetadata {
+			key("odata.editLink")
+			b = appendString(b, EntityPath(o.Table, e.PartitionKey, e.RowKey))
+		}
+	}
+	writeSys := func(name string) {
+		switch name {
+		case partita.PropPartitionKey:
+			key(name)
+			b = appendString(b, e.PartitionKey)
+		case partita.PropRowKey:
+			key(name)
+			b = appendString(b, e.RowKey)
+		case partita.PropTimestamp:
+			if o.Metadata == FullMetadata {
+				key("Timestamp@odata.type")
+				b = appendString(b, "Edm.DateTime")
+			}
+			key(name)
+			b = append(b, '"')
+			b = edm.AppendDateTime(b, e.Timestamp)
+			b = append(b, '"')
+		}
+	}
+	if o.Select == nil {
+		writeSys(partita.PropPartitionKey)
+		writeSys(partita.PropRowKey)
+		writeSys(partita.PropTimestamp)
+		for i := range e.Properties {
+			p := &e.Properties[i]
+			b = appendProp(b, &first, p.Name, p.Value, o.Metadata)
+		}
+	} else {
+		for _, s := range []string{partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp} {
+			for _, n := range o.Select {
+				if n == s {
+					writeSys(s)
+					break
+				}
+			}
+		}
+		for _, n := range o.Select {
+			switch n {
+			case partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
+				continue
+			}
+			v, ok := e.Get(n)
+			if !ok {
+				key(n)
+				b = append(b, "null"...)
+				continue
+			}
+			b = appendProp(b, &first, n, v, o.Metadata)
+		}
+	}
+	return append(b, '}')
+}
+
+// appendKey appends a member name, after a comma unless it is the first.
+func appendKey(b []byte, first *bool, k string) []byte {
+	if !*first {
+		b = append(b, ',')
+	}
+	*first = false
+	b = appendString(b, k)
+	return append(b, ':')
+}
+
+func appendProp(b []byte, first *bool, name string, v edm.Value, m Metadata) []byte {
+	key := func(k string) { b = appendKey(b, first, k) }
+	annotate := func() {
+		if m != NoMetadata {
+			key(name + "@odata.type")
+			b = appendString(b, v.Type.String())
+		}
+	}
+	switch v.Type {
+	case edm.String:
+		key(name)
+		b = appendString(b, v.Str)
+	case edm.Int32:
+		key(name)
+		b = strconv.AppendInt(b, v.Int, 10)
+	case edm.Boolean:
+		key(name)
+		b = strconv.AppendBool(b, v.Bool())
+	case edm.Double:
+		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
+			annotate()
+			key(name)
+			b = append(b, '"')
+			b = edm.AppendDouble(b, v.Float)
+			b = append(b, '"')
+		} else {
+			key(name)
+			b = edm.AppendDouble(b, v.Float)
+		}
+	case edm.Int64:
+		annotate()
+		key(name)
+		b = append(b, '"')
+		b = strconv.AppendInt(b, v.Int, 10)
+		b = append(b, '"')
+	case edm.DateTime:
+		annotate()
+		key(name)
+		b = append(b, '"')
+		b = edm.AppendDateTime(b, v.Int)
+		b = append(b, '"')
+	case edm.Guid:
+		annotate()
+		key(name)
+		b = appendString(b, v.Str)
+	case edm.Binary:
+		annotate()
+		key(name)
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, v.Bin)
+		b = append(b, '"')
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// AppendString appends s as a JSON string (exported for other encoders).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
+// EntityPath returns table(PartitionKey='pk',RowKey='rk') with the keys as
+// OData literals, percent-encoded like .NET's Uri.EscapeDataString.
+func EntityPath(table, pk, rk string) string {
+	return table + "(PartitionKey='" + escapeData(strings.ReplaceAll(pk, "'", "''")) +
+		"',RowKey='" + escapeData(strings.ReplaceAll(rk, "'", "''")) + "')"
+}
+
+// escapeData percent-encodes every byte but A-Z a-z 0-9 - _ . ~ and the
+// quote of the OData literal.
+func escapeData(s string) string {
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if !unreserved(s[i]) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			sb.WriteByte(c)
+		} else {
+			sb.WriteByte('%')
+			sb.WriteByte("0123456789ABCDEF"[c>>4])
+			sb.WriteByte("0123456789ABCDEF"[c&0xF])
+		}
+	}
+	return sb.String()
+}
+
+func unreserved(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~' || c == '\''
+}

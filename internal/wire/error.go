@@ -1,0 +1,22 @@
+package wire
+
+import "github.com/partita/partita/edm"
+
+// AppendError appends the odata.error JSON body. The message value is the
+// description, the request id and the time with seven fractional digits.
+func AppendError(b []byte, code, message, requestID string, ticks int64) []byte {
+	b = append(b, `{"odata.error":{"code":`...)
+	b = appendString(b, code)
+	b = append(b, `,"message":{"lang":"en-US","value":`...)
+	b = appendString(b, message+"\nRequestId:"+requestID+"\nTime:"+edm.FormatDateTime7(ticks))
+	return append(b, "}}}"...)
+}
+
+// AppendXMLError appends the XML error body used by the XML operations.
+func AppendXMLError(b []byte, code, message, requestID string, ticks int64) []byte {
+	b = append(b, `<?xml version="1.0" encoding="utf-8"?><m:error xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"><m:code>`...)
+	b = append(b, code...)
+	b = append(b, `</m:code><m:message xml:lang="en-US">`...)
+	b = append(b, message+"\nRequestId:"+requestID+"\nTime:"+edm.FormatDateTime7(ticks)...)
+	return append(b, "</m:message></m:error>"...)
+}

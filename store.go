@@ -1,0 +1,140 @@
+package partita
+
+import (
+	"context"
+	"errors"
+
+	"github.com/partita/partita/odata"
+)
+
+// Table is a table of an account.
+type Table struct {
+	Account string
+	// Name is the name as given at creation; lookups ignore case.
+	Name string
+}
+
+// TableQuery asks for a page of an account's tables.
+type TableQuery struct {
+	Filter odata.Expr // on TableName only; nil for all
+	Top    int        // 1..1000; 0 means 1000
+	// NextTableName resumes after a previous page (inclusive); "" to start.
+	NextTableName string
+}
+
+// TablePage is one page of Query Tables.
+type TablePage struct {
+	Tables []Table
+	// NextTableName is the resume point, "" when there are no more tables.
+	NextTableName string
+}
+
+// Condition is an If-Match precondition.
+type Condition struct {
+	Kind  ConditionKind
+	Ticks int64 // the Timestamp the ETag names, for IfETag
+}
+
+// ConditionKind says which precondition a write carries.
+type ConditionKind uint8
+
+const (
+	// Unconditional: no If-Match. For PUT/MERGE this makes the write an
+	// upsert.
+	Unconditional ConditionKind = iota
+	// IfExists is If-Match: *.
+	IfExists
+	// IfETag is If-Match: <etag>.
+	IfETag
+)
+
+// OpKind is the kind of a write operation.
+type OpKind uint8
+
+// The write operations of the Table service.
+const (
+	OpInsert          OpKind = iota + 1 // POST: fail if the entity exists
+	OpReplace                           // PUT with If-Match
+	OpMerge                             // MERGE/PATCH with If-Match
+	OpInsertOrReplace                   // PUT without If-Match
+	OpInsertOrMerge                     // MERGE/PATCH without If-Match
+	OpDelete                            // DELETE
+)
+
+var opNames = [...]string{"", "InsertEntity", "UpdateEntity", "MergeEntity", "InsertOrReplaceEntity", "InsertOrMergeEntity", "DeleteEntity"}
+
+func (k OpKind) String() string {
+	if int(k) < len(opNames) {
+		return opNames[k]
+	}
+	return "OpKind(?)"
+}
+
+// Op is one write. For OpDelete only the Entity's keys are used.
+type Op struct {
+	Kind   OpKind
+	Entity *Entity
+	If     Condition
+}
+
+// Result is the outcome of a successful write: the new Timestamp (zero for
+// a delete).
+type Result struct {
+	Timestamp int64
+}
+
+// Query asks for entities of a table.
+type Query struct {
+	Filter odata.Expr // nil for all
+	Top    int        // 1..1000; 0 means 1000
+	// Next resumes a previous query at this key (inclusive); nil to start.
+	Next *Key
+}
+
+// QueryInfo describes how a query page was produced.
+type QueryInfo struct {
+	// Next is the first key not yet examined, nil when the query is
+	// complete.
+	Next *Key
+	// Class is the query class the planner chose.
+	Class odata.Class
+	// Examined counts the entities read to produce the page.
+	Examined int
+}
+
+// Store is the service contract the HTTP layer uses. Every method returns
+// *Error for conditions a client caused (the codes are listed per method)
+// and wrapped errors (reported as InternalError) otherwise. Implementations
+// are safe for concurrent use.
+type Store interface {
+	// CreateTable creates a table. Codes: TableAlreadyExists,
+	// TableBeingDeleted, InvalidResourceName, OutOfRangeInput, InvalidInput.
+	CreateTable(ctx context.Context, account, name string) (Table, error)
+	// DeleteTable drops a table at once; its entities are purged in the
+	// background. Codes: ResourceNotFound.
+	DeleteTable(ctx context.Context, account, name string) error
+	// GetTable returns a table. Codes: ResourceNotFound.
+	GetTable(ctx context.Context, account, name string) (Table, error)
+	// QueryTables returns a page of tables in name order.
+	QueryTables(ctx context.Context, account string, q TableQuery) (TablePage, error)
+
+	// GetEntity returns one entity. Codes: TableNotFound, ResourceNotFound.
+	GetEntity(ctx context.Context, account, table string, key Key) (*Entity, error)
+	// QueryEntities calls fn for each matching entity in key order, at most
+	// q.Top of them. The entity passed to fn is valid only during the call.
+	// Codes: TableNotFound.
+	QueryEntities(ctx context.Context, account, table string, q Query, fn func(*Entity) error) (QueryInfo, error)
+	// Write applies one write operation and sets op.Entity.Timestamp.
+	// Codes: TableNotFound, ResourceNotFound, EntityAlreadyExists,
+	// UpdateConditionNotSatisfied and the validation codes of
+	// Entity.Validate.
+	Write(ctx context.Context, account, table string, op Op) (Result, error)
+	// WriteBatch applies every op atomically, or none. All ops must share a
+	// PartitionKey and name distinct entities (the caller checks). A failing
+	// op is reported as *BatchError with its index.
+	WriteBatch(ctx context.Context, account, table string, ops []Op) ([]Result, error)
+}
+
+// ErrStopPage may be returned by the callback of QueryEntities to end the
+// page early; the store then reports the next key as the continuation.
+var ErrStopPage = errors.New("partita: stop page")
