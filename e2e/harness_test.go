@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,5 +140,14 @@ func newTable(t testing.TB, svc *aztables.ServiceClient) *aztables.Client {
 	if _, err := svc.CreateTable(context.Background(), name, nil); err != nil {
 		t.Fatalf("CreateTable(%s): %v", name, err)
 	}
-	return svc.NewClient(name)
+	c := svc.NewClient(name)
+	tableNamesMu.Lock()
+	tableNames[c] = name
+	tableNamesMu.Unlock()
+	return c
 }
+
+var (
+	tableNamesMu sync.Mutex
+	tableNames   = map[*aztables.Client]string{}
+)
