@@ -179,13 +179,15 @@ func CompareStrings(a, b string) int {
 
 // utf16Rank maps a UTF-8 byte to a rank whose order equals UTF-16 code unit
 // order. Only lead bytes 0xEE and 0xEF (U+E000 to
-// U+FFFF) move: above the 4-byte lead bytes 0xF0 to 0xF4.
+// U+FFFF) move: above the 4-byte lead bytes 0xF0 to 0xF4, and above every
+// other byte so that the mapping stays one-to-one (distinct strings never
+// compare equal, even when they are not valid UTF-8).
 func utf16Rank(b byte) int {
 	switch b {
 	case 0xEE:
-		return 0xF5
+		return 0x100
 	case 0xEF:
-		return 0xF6
+		return 0x101
 	}
 	return int(b)
 }
@@ -396,7 +398,9 @@ func AppendDouble(b []byte, f float64) []byte {
 	}
 	start := len(b)
 	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-5 || abs >= 1e15) {
+	// .NET switches to exponent notation below a decimal exponent of -4
+	// (0.0001 but 1E-05) and from 15 up (1E+15).
+	if abs != 0 && (abs < 1e-4 || abs >= 1e15) {
 		b = strconv.AppendFloat(b, f, 'E', -1, 64)
 	} else {
 		b = strconv.AppendFloat(b, f, 'f', -1, 64)

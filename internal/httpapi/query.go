@@ -61,7 +61,9 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	if err != nil {
 		return err
 	}
-	if q.Filter, err = odata.Parse(rc.query.Get("$filter")); err != nil {
+	// Invalid UTF-8 decodes to U+FFFD, as it does on the service; this also
+	// keeps planner bounds and evaluation in one order.
+	if q.Filter, err = odata.Parse(strings.ToValidUTF8(rc.query.Get("$filter"), "\uFFFD")); err != nil {
 		return err
 	}
 	npk, rk := rc.query.Get("NextPartitionKey"), rc.query.Get("NextRowKey")

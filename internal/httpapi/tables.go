@@ -117,7 +117,7 @@ func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *r
 		return err
 	}
 	if f := rc.query.Get("$filter"); f != "" {
-		if q.Filter, err = odata.Parse(f); err != nil {
+		if q.Filter, err = odata.Parse(strings.ToValidUTF8(f, "\uFFFD")); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,331 @@
+package odata
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/partita/partita/edm"
+)
+
+// Error codes of the errors Parse returns.
+const (
+	CodeInvalidInput   = "InvalidInput"   // HTTP 400
+	CodeNotImplemented = "NotImplemented" // HTTP 501
+)
+
+// Messages of the errors Parse returns that do not depend on the filter.
+const (
+	MsgInvalidInput   = "One of the request inputs is not valid."
+	MsgNotImplemented = "The requested operation is not implemented on the specified resource."
+)
+
+// MaxDepth is how deeply parentheses and not operators may nest. Deeper
+// filters are syntax errors.
+const MaxDepth = 1000
+
+// Error is the error Parse returns.
+type Error struct {
+	Code    string // CodeInvalidInput (400) or CodeNotImplemented (501)
+	Message string // the service's error message
+	// Pos is the byte offset in the filter where parsing stopped, for syntax
+	// errors and unrecognized literals (where it is the literal's start);
+	// -1 for the others.
+	Pos int
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// StatusCode returns the HTTP status of the error: 501 for NotImplemented,
+// else 400.
+func (e *Error) StatusCode() int {
+	if e.Code == CodeNotImplemented {
+		return 501
+	}
+	return 400
+}
+
+// utf16Pos converts a byte offset in s to the UTF-16 code unit offset that
+// the service (a .NET program) reports. Invalid UTF-8 bytes count as one unit
+// each, as they would after decoding to U+FFFD.
+func utf16Pos(s string, pos int) int {
+	n := 0
+	for _, r := range s[:pos] {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+func syntaxError(filter string, pos int) *Error {
+	return &Error{
+		Code:    CodeInvalidInput,
+		Message: "Syntax error at position " + strconv.Itoa(utf16Pos(filter, pos)) + " in '" + filter + "'.",
+		Pos:     pos,
+	}
+}
+
+func literalError(filter string, typ edm.Type, tok token) *Error {
+	lit := filter[tok.start:tok.end]
+	return &Error{
+		Code: CodeInvalidInput,
+		Message: "Unrecognized '" + typ.String() + "' literal '" + lit + "' at '" +
+			strconv.Itoa(utf16Pos(filter, tok.start)) + "' in '" + filter + "'.",
+		Pos: tok.start,
+	}
+}
+
+// Parse parses a $filter value. An empty or all-space filter returns
+// (nil, nil). Every error it returns is an *Error.
+//
+// Syntax errors and unrecognized literals stop parsing where they occur. The
+// other errors (a comparison with null, of two properties or of two
+// literals) are reported only when the whole filter is syntactically valid,
+// and then the first one in the text is.
+func Parse(filter string) (Expr, error) {
+	e, err := parse(filter)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func parse(filter string) (Expr, *Error) {
+	if strings.TrimLeft(filter, " \t\n\r\f\v") == "" {
+		return nil, nil
+	}
+	p := &parser{lx: lexer{src: filter}}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	e, err := p.parseOr()
+	if err != nil {
+		return nil, err
+	}
+	if p.tok().kind != tEOF {
+		return nil, p.unexpected()
+	}
+	if p.deferred != nil {
+		return nil, p.deferred
+	}
+	return e, nil
+}
+
+type parser struct {
+	lx       lexer
+	depth    int
+	deferred *Error // first semantic error, reported after a complete parse
+}
+
+func (p *parser) tok() *token { return &p.lx.tok }
+
+func (p *parser) advance() *Error {
+	if bad := p.lx.next(); bad >= 0 {
+		return syntaxError(p.lx.src, bad)
+	}
+	return nil
+}
+
+// unexpected is the error for an unexpected current token: the service
+// reports the position just past it.
+func (p *parser) unexpected() *Error { return syntaxError(p.lx.src, p.tok().end) }
+
+func (p *parser) isKeyword(kw string) bool {
+	t := p.tok()
+	return t.kind == tIdent && strings.EqualFold(t.text, kw)
+}
+
+func (p *parser) parseOr() (Expr, *Error) {
+	l, err := p.parseAnd()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("or") {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		r, err := p.parseAnd()
+		if err != nil {
+			return nil, err
+		}
+		l = &Or{L: l, R: r}
+	}
+	return l, nil
+}
+
+func (p *parser) parseAnd() (Expr, *Error) {
+	l, err := p.parseUnary()
+	if err != nil {
+		return nil, err
+	}
+	for p.isKeyword("and") {
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		r, err := p.parseUnary()
+		if err != nil {
+			return nil, err
+		}
+		l = &And{L: l, R: r}
+	}
+	return l, nil
+}
+
+func (p *parser) enter() *Error {
+	p.depth++
+	if p.depth > MaxDepth {
+		return p.unexpected()
+	}
+	return nil
+}
+
+func (p *parser) parseUnary() (Expr, *Error) {
+	if !p.isKeyword("not") {
+		return p.parsePrimary()
+	}
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	x, err := p.parseUnary()
+	if err != nil {
+		return nil, err
+	}
+	p.depth--
+	return &Not{X: x}, nil
+}
+
+// operand is one side of a comparison.
+type operand struct {
+	kind uint8 // opProp, opLit, opNull
+	name string
+	val  edm.Value
+}
+
+const (
+	opProp uint8 = iota
+	opLit
+	opNull
+)
+
+func (p *parser) parsePrimary() (Expr, *Error) {
+	if p.tok().kind == tLParen {
+		if err := p.enter(); err != nil {
+			return nil, err
+		}
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		e, err := p.parseOr()
+		if err != nil {
+			return nil, err
+		}
+		if p.tok().kind != tRParen {
+			return nil, p.unexpected()
+		}
+		if err := p.advance(); err != nil {
+			return nil, err
+		}
+		p.depth--
+		return e, nil
+	}
+	a, err := p.parseOperand()
+	if err != nil {
+		return nil, err
+	}
+	op, isOp := p.compareOp()
+	if !isOp {
+		if a.kind == opProp {
+			return &BoolProp{Prop: a.name}, nil
+		}
+		return nil, p.unexpected()
+	}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	b, err := p.parseOperand()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.kind == opProp && b.kind == opLit:
+		return &Compare{Op: op, Prop: a.name, Value: b.val}, nil
+	case a.kind == opLit && b.kind == opProp:
+		return &Compare{Op: op.Flip(), Prop: b.name, Value: a.val}, nil
+	case a.kind == opNull || b.kind == opNull:
+		p.defer_(&Error{Code: CodeInvalidInput, Message: MsgInvalidInput, Pos: -1})
+	default: // two properties or two literals
+		p.defer_(&Error{Code: CodeNotImplemented, Message: MsgNotImplemented, Pos: -1})
+	}
+	return &BoolProp{}, nil // placeholder; the deferred error is returned
+}
+
+func (p *parser) defer_(e *Error) {
+	if p.deferred == nil {
+		p.deferred = e
+	}
+}
+
+// compareOp reports whether the current token is a comparison operator.
+func (p *parser) compareOp() (Op, bool) {
+	t := p.tok()
+	if t.kind != tIdent || len(t.text) != 2 {
+		return 0, false
+	}
+	for op, name := range opNames {
+		if strings.EqualFold(t.text, name) {
+			return Op(op), true
+		}
+	}
+	return 0, false
+}
+
+// parseOperand parses a property name or a literal and advances past it.
+func (p *parser) parseOperand() (operand, *Error) {
+	t := p.tok()
+	var o operand
+	switch t.kind {
+	case tIdent:
+		switch {
+		case strings.EqualFold(t.text, "true"):
+			o = operand{kind: opLit, val: edm.BoolValue(true)}
+		case strings.EqualFold(t.text, "false"):
+			o = operand{kind: opLit, val: edm.BoolValue(false)}
+		case strings.EqualFold(t.text, "null"):
+			o = operand{kind: opNull}
+		case strings.EqualFold(t.text, "not"):
+			// Reserved: not cannot be the second operand of a comparison
+			// (as a first operand it is the not operator).
+			return o, p.unexpected()
+		default:
+			o = operand{kind: opProp, name: t.text}
+		}
+	case tString, tDateTime, tGuid, tBinary:
+		o = operand{kind: opLit, val: t.val}
+	case tInt32:
+		n, err := strconv.ParseInt(t.text, 10, 32)
+		if err != nil {
+			return o, literalError(p.lx.src, edm.Int32, *t)
+		}
+		o = operand{kind: opLit, val: edm.Int32Value(int32(n))}
+	case tInt64:
+		n, err := strconv.ParseInt(t.text, 10, 64)
+		if err != nil {
+			return o, literalError(p.lx.src, edm.Int64, *t)
+		}
+		o = operand{kind: opLit, val: edm.Int64Value(n)}
+	case tDouble:
+		f, err := strconv.ParseFloat(t.text, 64)
+		if err != nil {
+			return o, literalError(p.lx.src, edm.Double, *t)
+		}
+		o = operand{kind: opLit, val: edm.DoubleValue(f)}
+	default:
+		return o, p.unexpected()
+	}
+	return o, p.advance()
+}

@@ -1,0 +1,528 @@
+package odata
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/partita/partita/edm"
+)
+
+// Class is the cost class of a query, from cheapest to most expensive, in
+// the terms of the Azure Table design guide.
+type Class uint8
+
+const (
+	ClassPoint     Class = iota // single entities by PartitionKey and RowKey
+	ClassRange                  // RowKey ranges inside single partitions
+	ClassPartition              // whole partitions
+	ClassTable                  // ranges spanning partitions, or the whole table
+)
+
+var classNames = [...]string{"point", "range", "partition", "table"}
+
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// PosKind is the kind of a Position.
+type PosKind uint8
+
+const (
+	Unbounded       PosKind = iota // as a start: before everything; as an end: after everything
+	BeforePartition                // just before the first key with PartitionKey == PK
+	AfterPartition                 // just after the last key with PartitionKey == PK
+	BeforeKey                      // just before key (PK, RK)
+	AfterKey                       // just after key (PK, RK)
+)
+
+// Position is a point between keys of the clustered index ordered by
+// (PartitionKey, RowKey), each compared with edm.CompareStrings. No key lies
+// at a position. BeforeKey(PK, "") and BeforePartition(PK) are the same
+// point.
+type Position struct {
+	Kind   PosKind
+	PK, RK string
+}
+
+// Range selects the keys k with Start < k < End.
+type Range struct{ Start, End Position }
+
+// Plan says which parts of the key space a query has to scan.
+type Plan struct {
+	Class Class
+	// Ranges are sorted, non-overlapping and non-empty (Start < End), in key
+	// order. A plan without PartitionKey bounds has the single range
+	// Unbounded..Unbounded. Ranges is empty when the key conditions cannot
+	// all hold, for example PartitionKey eq 'a' and PartitionKey eq 'b';
+	// Class is then ClassPoint.
+	Ranges []Range
+}
+
+// MaxRanges is the most ranges a plan has. Plans that would need more are
+// coarsened.
+const MaxRanges = 1000
+
+// Names of the key properties.
+const (
+	PartitionKey = "PartitionKey"
+	RowKey       = "RowKey"
+)
+
+// PlanQuery returns the key ranges a scan for e has to visit. The plan is an
+// over-approximation: every entity matching e lies in one of the ranges, but
+// the ranges may hold entities that do not match, so the caller evaluates e
+// on every entity it scans. Scanning the ranges in order yields entities in
+// key order.
+//
+// Only comparisons of PartitionKey and RowKey with string literals narrow
+// the plan; not is pushed down to them (not (RowKey lt 'x') is
+// RowKey ge 'x'), and, or and ne combine their ranges. A comparison of a key
+// with a literal of another type is a constant (PROTOCOL.md 5.3 rule 3), as
+// is a bare key property (false).
+func PlanQuery(e Expr) Plan {
+	var bs []box
+	if e == nil {
+		bs = fullBoxes()
+	} else {
+		bs = planBoxes(e, false)
+	}
+	return boxesToPlan(bs)
+}
+
+// A box is the set of keys whose PartitionKey lies in pk and RowKey in rk.
+// The planner over-approximates the keys that satisfy an expression with a
+// union of boxes.
+type box struct{ pk, rk interval }
+
+// interval is a set of strings between two bounds.
+type interval struct{ lo, hi bound }
+
+type boundKind uint8
+
+const (
+	none boundKind = iota // unbounded
+	incl                  // inclusive
+	excl                  // exclusive
+)
+
+type bound struct {
+	kind boundKind
+	s    string
+}
+
+func (iv interval) isFull() bool { return iv.lo.kind == none && iv.hi.kind == none }
+func (iv interval) isPoint() bool {
+	return iv.lo.kind == incl && iv.hi.kind == incl && iv.lo.s == iv.hi.s
+}
+
+func (iv interval) isEmpty() bool {
+	if iv.hi.kind == excl && iv.hi.s == "" {
+		return true // nothing sorts before ""
+	}
+	if iv.lo.kind == none || iv.hi.kind == none {
+		return false
+	}
+	c := edm.CompareStrings(iv.lo.s, iv.hi.s)
+	return c > 0 || c == 0 && (iv.lo.kind == excl || iv.hi.kind == excl)
+}
+
+// tighter returns the tighter of two lower (lower=true) or upper bounds.
+func tighter(a, b bound, lower bool) bound {
+	if a.kind == none {
+		return b
+	}
+	if b.kind == none {
+		return a
+	}
+	c := edm.CompareStrings(a.s, b.s)
+	if !lower {
+		c = -c
+	}
+	switch {
+	case c > 0:
+		return a
+	case c < 0:
+		return b
+	case a.kind == excl:
+		return a
+	}
+	return b
+}
+
+// looser returns the looser of two lower (lower=true) or upper bounds.
+func looser(a, b bound, lower bool) bound {
+	if a.kind == none {
+		return a
+	}
+	if b.kind == none {
+		return b
+	}
+	c := edm.CompareStrings(a.s, b.s)
+	if !lower {
+		c = -c
+	}
+	switch {
+	case c < 0:
+		return a
+	case c > 0:
+		return b
+	case a.kind == incl:
+		return a
+	}
+	return b
+}
+
+func (iv interval) intersect(o interval) interval {
+	return interval{lo: tighter(iv.lo, o.lo, true), hi: tighter(iv.hi, o.hi, false)}
+}
+
+func (iv interval) hull(o interval) interval {
+	return interval{lo: looser(iv.lo, o.lo, true), hi: looser(iv.hi, o.hi, false)}
+}
+
+func (b box) isFull() bool { return b.pk.isFull() && b.rk.isFull() }
+
+func fullBoxes() []box { return []box{{}} }
+
+// opIntervals returns the strings s with s op v, as one or two intervals.
+func opIntervals(op Op, v string) []interval {
+	switch op {
+	case Eq:
+		return []interval{{lo: bound{incl, v}, hi: bound{incl, v}}}
+	case Ne:
+		return []interval{{hi: bound{excl, v}}, {lo: bound{excl, v}}}
+	case Gt:
+		return []interval{{lo: bound{excl, v}}}
+	case Ge:
+		return []interval{{lo: bound{incl, v}}}
+	case Lt:
+		return []interval{{hi: bound{excl, v}}}
+	case Le:
+		return []interval{{hi: bound{incl, v}}}
+	}
+	return []interval{{}}
+}
+
+// planBoxes over-approximates the keys satisfying e (neg=false) or not e
+// (neg=true).
+func planBoxes(e Expr, neg bool) []box {
+	switch e := e.(type) {
+	case *And:
+		if neg {
+			return union(planBoxes(e.L, true), planBoxes(e.R, true))
+		}
+		return intersect(planBoxes(e.L, false), planBoxes(e.R, false))
+	case *Or:
+		if neg {
+			return intersect(planBoxes(e.L, true), planBoxes(e.R, true))
+		}
+		return union(planBoxes(e.L, false), planBoxes(e.R, false))
+	case *Not:
+		return planBoxes(e.X, !neg)
+	case *Compare:
+		if e.Prop != PartitionKey && e.Prop != RowKey {
+			return fullBoxes()
+		}
+		if e.Value.Type != edm.String {
+			// Keys are strings: a mismatch acts as key < literal.
+			if opHolds(e.Op, -1) != neg {
+				return fullBoxes()
+			}
+			return nil
+		}
+		op := e.Op
+		if neg {
+			op = op.Negate()
+		}
+		ivs := opIntervals(op, e.Value.Str)
+		bs := make([]box, 0, len(ivs))
+		for _, iv := range ivs {
+			if iv.isEmpty() {
+				continue
+			}
+			if e.Prop == PartitionKey {
+				bs = append(bs, box{pk: iv})
+			} else {
+				bs = append(bs, box{rk: iv})
+			}
+		}
+		return bs
+	case *BoolProp:
+		if (e.Prop == PartitionKey || e.Prop == RowKey) && !neg {
+			return nil // a key is never a Boolean
+		}
+		return fullBoxes()
+	}
+	return fullBoxes()
+}
+
+func union(a, b []box) []box {
+	for _, x := range slices.Concat(a, b) {
+		if x.isFull() {
+			return fullBoxes()
+		}
+	}
+	out := slices.Concat(a, b)
+	if len(out) > MaxRanges {
+		return []box{hull(out)}
+	}
+	return out
+}
+
+func intersect(a, b []box) []box {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	if len(a) == 1 && a[0].isFull() {
+		return b
+	}
+	if len(b) == 1 && b[0].isFull() {
+		return a
+	}
+	// Many of the pairwise intersections are usually empty, so allow some
+	// more work than MaxRanges before coarsening the inputs.
+	if len(a)*len(b) > productBudget {
+		if len(a) < len(b) {
+			a, b = b, a
+		}
+		a = []box{hull(a)}
+		if len(b) > productBudget {
+			b = []box{hull(b)}
+		}
+	}
+	var out []box
+	for _, x := range a {
+		for _, y := range b {
+			z := box{pk: x.pk.intersect(y.pk), rk: x.rk.intersect(y.rk)}
+			if !z.pk.isEmpty() && !z.rk.isEmpty() {
+				out = append(out, z)
+			}
+		}
+	}
+	if len(out) > MaxRanges {
+		return []box{hull(out)}
+	}
+	return out
+}
+
+// productBudget is how many box intersections one and may compute.
+const productBudget = 4 * MaxRanges
+
+// hull returns one box containing all of bs (len(bs) > 0).
+func hull(bs []box) box {
+	h := bs[0]
+	for _, b := range bs[1:] {
+		h.pk = h.pk.hull(b.pk)
+		h.rk = h.rk.hull(b.rk)
+	}
+	return h
+}
+
+// boxRange returns the range of keys a box covers and its class.
+func boxRange(b box) (Range, Class) {
+	if b.pk.isPoint() {
+		p := b.pk.lo.s
+		r := Range{Start: Position{Kind: BeforePartition, PK: p}, End: Position{Kind: AfterPartition, PK: p}}
+		switch b.rk.lo.kind {
+		case incl:
+			r.Start = Position{Kind: BeforeKey, PK: p, RK: b.rk.lo.s}
+		case excl:
+			r.Start = Position{Kind: AfterKey, PK: p, RK: b.rk.lo.s}
+		}
+		switch b.rk.hi.kind {
+		case incl:
+			r.End = Position{Kind: AfterKey, PK: p, RK: b.rk.hi.s}
+		case excl:
+			r.End = Position{Kind: BeforeKey, PK: p, RK: b.rk.hi.s}
+		}
+		switch {
+		case b.rk.isPoint():
+			return r, ClassPoint
+		case b.rk.isFull():
+			return r, ClassPartition
+		}
+		return r, ClassRange
+	}
+	var r Range
+	// Within the first (last) partition of an inclusive PartitionKey bound,
+	// the RowKey bounds narrow the start (end) further.
+	switch p := b.pk.lo.s; b.pk.lo.kind {
+	case incl:
+		switch b.rk.lo.kind {
+		case none:
+			r.Start = Position{Kind: BeforePartition, PK: p}
+		case incl:
+			r.Start = Position{Kind: BeforeKey, PK: p, RK: b.rk.lo.s}
+		case excl:
+			r.Start = Position{Kind: AfterKey, PK: p, RK: b.rk.lo.s}
+		}
+	case excl:
+		r.Start = Position{Kind: AfterPartition, PK: p}
+	}
+	switch q := b.pk.hi.s; b.pk.hi.kind {
+	case incl:
+		switch b.rk.hi.kind {
+		case none:
+			r.End = Position{Kind: AfterPartition, PK: q}
+		case incl:
+			r.End = Position{Kind: AfterKey, PK: q, RK: b.rk.hi.s}
+		case excl:
+			r.End = Position{Kind: BeforeKey, PK: q, RK: b.rk.hi.s}
+		}
+	case excl:
+		r.End = Position{Kind: BeforePartition, PK: q}
+	}
+	return r, ClassTable
+}
+
+func boxesToPlan(bs []box) Plan {
+	plan := Plan{Class: ClassPoint}
+	ranges := make([]Range, 0, len(bs))
+	for _, b := range bs {
+		r, c := boxRange(b)
+		if comparePositions(r.Start, true, r.End, false) >= 0 {
+			continue
+		}
+		ranges = append(ranges, r)
+		plan.Class = max(plan.Class, c)
+	}
+	slices.SortStableFunc(ranges, func(a, b Range) int {
+		if c := comparePositions(a.Start, true, b.Start, true); c != 0 {
+			return c
+		}
+		return comparePositions(a.End, false, b.End, false)
+	})
+	merged := ranges[:0]
+	for _, r := range ranges {
+		if n := len(merged); n > 0 && comparePositions(r.Start, true, merged[n-1].End, false) <= 0 {
+			if comparePositions(r.End, false, merged[n-1].End, false) > 0 {
+				merged[n-1].End = r.End
+			}
+			continue
+		}
+		merged = append(merged, r)
+	}
+	plan.Ranges = merged
+	return plan
+}
+
+// posKey places a position on a line: (inf, PK, level, RK, after). inf is
+// -1 for an Unbounded start and +1 for an Unbounded end. level is 1 for
+// positions next to a key (BeforePartition sits where BeforeKey(PK, "")
+// does) and 2 for AfterPartition.
+type posKey struct {
+	inf   int
+	pk    string
+	level int
+	rk    string
+	after int
+}
+
+func keyOf(p Position, isStart bool) posKey {
+	switch p.Kind {
+	case BeforePartition:
+		return posKey{pk: p.PK, level: 1}
+	case AfterPartition:
+		return posKey{pk: p.PK, level: 2}
+	case BeforeKey:
+		return posKey{pk: p.PK, level: 1, rk: p.RK}
+	case AfterKey:
+		return posKey{pk: p.PK, level: 1, rk: p.RK, after: 1}
+	}
+	if isStart {
+		return posKey{inf: -1}
+	}
+	return posKey{inf: 1}
+}
+
+// comparePositions orders two positions, each used as a range start
+// (isStart) or end.
+func comparePositions(a Position, aStart bool, b Position, bStart bool) int {
+	x, y := keyOf(a, aStart), keyOf(b, bStart)
+	if x.inf != y.inf {
+		return x.inf - y.inf
+	}
+	if x.inf != 0 {
+		return 0
+	}
+	if c := edm.CompareStrings(x.pk, y.pk); c != 0 {
+		return c
+	}
+	if x.level != y.level {
+		return x.level - y.level
+	}
+	if c := edm.CompareStrings(x.rk, y.rk); c != 0 {
+		return c
+	}
+	return x.after - y.after
+}
+
+// before reports whether position p (a start if isStart, else an end) lies
+// before the key (pk, rk).
+func (p Position) before(pk, rk string, isStart bool) bool {
+	return comparePositions(p, isStart, Position{Kind: BeforeKey, PK: pk, RK: rk}, true) <= 0
+}
+
+// Contains reports whether the key (pk, rk) lies in r.
+func (r Range) Contains(pk, rk string) bool {
+	return r.Start.before(pk, rk, true) && !r.End.before(pk, rk, false)
+}
+
+// Contains reports whether the key (pk, rk) lies in one of the plan's
+// ranges.
+func (p Plan) Contains(pk, rk string) bool {
+	for _, r := range p.Ranges {
+		if r.Contains(pk, rk) {
+			return true
+		}
+	}
+	return false
+}
+
+// String formats p as unbounded, before('pk'), after('pk'),
+// before('pk','rk') or after('pk','rk'), keys quoted as string literals.
+func (p Position) String() string {
+	var b []byte
+	switch p.Kind {
+	case Unbounded:
+		return "unbounded"
+	case BeforePartition, BeforeKey:
+		b = append(b, "before("...)
+	case AfterPartition, AfterKey:
+		b = append(b, "after("...)
+	default:
+		return "position(" + strconv.Itoa(int(p.Kind)) + ")"
+	}
+	b = appendQuoted(b, p.PK)
+	if p.Kind == BeforeKey || p.Kind == AfterKey {
+		b = append(b, ',')
+		b = appendQuoted(b, p.RK)
+	}
+	return string(append(b, ')'))
+}
+
+// String formats r as start..end.
+func (r Range) String() string { return r.Start.String() + ".." + r.End.String() }
+
+// String formats p as its class, a colon and its ranges separated by ", "
+// ("point: before('a','1')..after('a','1')"), or "(none)" for no ranges.
+func (p Plan) String() string {
+	var sb strings.Builder
+	sb.WriteString(p.Class.String())
+	sb.WriteString(":")
+	if len(p.Ranges) == 0 {
+		sb.WriteString(" (none)")
+	}
+	for i, r := range p.Ranges {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		sb.WriteString(" ")
+		sb.WriteString(r.String())
+	}
+	return sb.String()
+}
