@@ -1,0 +1,166 @@
+package wire
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/partita/partita"
+)
+
+func decode(t *testing.T, body string) *partita.Entity {
+	t.Helper()
+	e, _, _, err := DecodeEntity([]byte(body))
+	if err != nil {
+		t.Fatalf("DecodeEntity(%s): %v", body, err)
+	}
+	return e
+}
+
+func TestDecodeEntity_Inference(t *testing.T) {
+	e := decode(t, `{"PartitionKey":"p","RowKey":"r","Timestamp":"x","odata.etag":"y","I":5,"D":5.0,"E":1e3,"Big":3000000000,"B":true,"S":"s","N":null,
+		"L@odata.type":"Edm.Int64","L":"5000000000","T":"2020-01-01T00:00:00.123Z","T@odata.type":"Edm.DateTime",
+		"G@odata.type":"Edm.Guid","G":"C9DA6455-213D-42C9-9A79-3E9149A57833","X@odata.type":"Edm.Binary","X":"AQI",
+		"A@odata.type":"Edm.Double","A":"-Infinity","J@odata.type":"Edm.Int32","J":"7","Orphan@odata.type":"Edm.String"}`)
+	got := map[string]string{}
+	for _, p := range e.Properties {
+		got[p.Name] = p.Value.Type.String()
+	}
+	want := map[string]string{"I": "Edm.Int32", "D": "Edm.Double", "E": "Edm.Double", "Big": "Edm.Double", "B": "Edm.Boolean",
+		"S": "Edm.String", "L": "Edm.Int64", "T": "Edm.DateTime", "G": "Edm.Guid", "X": "Edm.Binary", "A": "Edm.Double", "J": "Edm.Int32"}
+	if len(got) != len(want) {
+		t.Fatalf("properties %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+	if g, _ := e.Get("G"); g.Str != "c9da6455-213d-42c9-9a79-3e9149a57833" {
+		t.Errorf("Guid not canonical: %q", g.Str)
+	}
+}
+
+func TestDecodeEntity_Errors(t *testing.T) {
+	for _, tt := range []struct{ body, code string }{
+		{`{"PartitionKey":"p","RowKey":"r","A":{}}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A":[1]}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A":1,"A":2}`, "DuplicatePropertiesSpecified"},
+		{`{"PartitionKey":null,"RowKey":"r"}`, "PropertiesNeedValue"},
+		{`{"PartitionKey":1,"RowKey":"r"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Decimal","A":"1"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"9223372036854775808"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Guid","A":"nope"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":""}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":"0001-01-01T00:00:00Z"}`, "OutOfRangeInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Binary","A":"!!"}`, "InvalidInput"},
+		{`{"PartitionKey":"p"`, "InvalidInput"},
+		{`{"PartitionKey":"p"} trailing`, "InvalidInput"},
+		{"{\"PartitionKey\":\"\xff\"}", "InvalidInput"},
+		{`[]`, "InvalidInput"},
+	} {
+		_, _, _, err := DecodeEntity([]byte(tt.body))
+		if got := partita.ErrorCode(err); string(got) != tt.code {
+			t.Errorf("DecodeEntity(%s) = %v, want %s", tt.body, err, tt.code)
+		}
+	}
+}
+
+func TestAppendEntity_Forms(t *testing.T) {
+	e := decode(t, `{"PartitionKey":"p","RowKey":"r","D":5.0,"N@odata.type":"Edm.Double","N":"NaN","L@odata.type":"Edm.Int64","L":"-1","T@odata.type":"Edm.DateTime","T":"2020-01-01T00:00:00.5000000Z"}`)
+	e.Timestamp = 638_000_000_000_000_000
+	o := &EntityOptions{Base: "http://h/acct", Account: "acct", Table: "tb", Element: true}
+	got := string(AppendEntity(nil, e, o))
+	for _, want := range []string{`"odata.metadata":"http://h/acct/$metadata#tb/@Element"`, `"D":5.0`, `"N@odata.type":"Edm.Double","N":"NaN"`,
+		`"L@odata.type":"Edm.Int64","L":"-1"`, `"T@odata.type":"Edm.DateTime","T":"2020-01-01T00:00:00.5Z"`, `"odata.etag":"W/\"datetime'`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("minimal %s lacks %s", got, want)
+		}
+	}
+	o.Metadata = NoMetadata
+	got = string(AppendEntity(nil, e, o))
+	if strings.Contains(got, "odata") || !strings.Contains(got, `"L":"-1"`) || !strings.Contains(got, `"N":"NaN"`) {
+		t.Errorf("nometadata %s", got)
+	}
+	o.Metadata = FullMetadata
+	got = string(AppendEntity(nil, e, o))
+	for _, want := range []string{`"odata.type":"acct.tb"`, `"odata.id":"http://h/acct/tb(PartitionKey='p',RowKey='r')"`, `"odata.editLink":"tb(PartitionKey='p',RowKey='r')"`, `"Timestamp@odata.type":"Edm.DateTime"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("fullmetadata %s lacks %s", got, want)
+		}
+	}
+	o.Metadata, o.Select = MinimalMetadata, []string{"RowKey", "Missing", "D"}
+	got = string(AppendEntity(nil, e, o))
+	if !strings.Contains(got, `"RowKey":"r","Missing":null,"D":5.0`) || strings.Contains(got, "PartitionKey") {
+		t.Errorf("select: %s", got)
+	}
+}
+
+func TestToken_RoundTrip(t *testing.T) {
+	for _, s := range []string{"", "Smith", "a b", "ünï", "=="} {
+		tok := EncodeToken(s)
+		if tok == "" || strings.ContainsAny(tok, " ") {
+			t.Errorf("EncodeToken(%q) = %q", s, tok)
+		}
+		if got, ok := DecodeToken(tok); !ok || got != s {
+			t.Errorf("DecodeToken(EncodeToken(%q)) = %q, %v", s, got, ok)
+		}
+	}
+	if EncodeToken("Smith") != "1!8!U21pdGg-" {
+		t.Errorf("EncodeToken(Smith) = %s, want the service's 1!8!U21pdGg-", EncodeToken("Smith"))
+	}
+	for _, bad := range []string{"", "x", "1!3!abc", "2!4!U21p", "1!x!", "1!4!@@@@"} {
+		if _, ok := DecodeToken(bad); ok {
+			t.Errorf("DecodeToken(%q) accepted", bad)
+		}
+	}
+}
+
+// FuzzDecodeEntity: decode → encode (minimal metadata) → decode is stable.
+func FuzzDecodeEntity(f *testing.F) {
+	f.Add([]byte(`{"PartitionKey":"p","RowKey":"r","I":5,"D":0.1,"L@odata.type":"Edm.Int64","L":"5","B":false}`))
+	f.Add([]byte(`{"PartitionKey":"","RowKey":"\u00e9\"\\","X@odata.type":"Edm.Binary","X":"AA==","G@odata.type":"Edm.Guid","G":"c9da6455-213d-42c9-9a79-3e9149a57833"}`))
+	f.Add([]byte(`{"PartitionKey":"p","RowKey":"r","T@odata.type":"Edm.DateTime","T":"2020-01-01T00:00:00+01:00","N@odata.type":"Edm.Double","N":"Infinity","E":-1e-7}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		e, _, _, err := DecodeEntity(body)
+		if err != nil {
+			if partita.ErrorCode(err) == partita.CodeInternal {
+				t.Fatalf("non-client error %v", err)
+			}
+			return
+		}
+		out := AppendEntity(nil, e, &EntityOptions{Table: "t"})
+		e2, _, _, err := DecodeEntity(out)
+		if err != nil {
+			t.Fatalf("re-decode of %s: %v", out, err)
+		}
+		if e.PartitionKey != e2.PartitionKey || e.RowKey != e2.RowKey || len(e.Properties) != len(e2.Properties) {
+			t.Fatalf("round trip changed keys or count: %s", out)
+		}
+		for i := range e.Properties {
+			a, b := e.Properties[i], e2.Properties[i]
+			if a.Name != b.Name || !a.Value.Equal(b.Value) {
+				t.Fatalf("property %s: %+v became %+v via %s", a.Name, a.Value, b.Value, out)
+			}
+		}
+	})
+}
+
+func BenchmarkAppendEntity(b *testing.B) {
+	e, _, _, _ := DecodeEntity([]byte(`{"PartitionKey":"partition","RowKey":"row-000042","Name":"some name here","Age":42,"Score":3.25,"When@odata.type":"Edm.DateTime","When":"2020-01-01T00:00:00Z","Active":true}`))
+	o := &EntityOptions{Base: "http://127.0.0.1:10002/devstoreaccount1", Table: "t"}
+	buf := make([]byte, 0, 1024)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = AppendEntity(buf[:0], e, o)
+	}
+}
+
+func BenchmarkDecodeEntity(b *testing.B) {
+	body := []byte(`{"PartitionKey":"partition","RowKey":"row-000042","Name":"some name here","Age":42,"Score":3.25,"When@odata.type":"Edm.DateTime","When":"2020-01-01T00:00:00Z","Active":true}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, _, _, err := DecodeEntity(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
