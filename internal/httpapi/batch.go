@@ -1,11 +1,314 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/changeset"
+	"github.com/partita/partita/internal/wire"
 )
 
+// batchOp is one decoded operation of a changeset.
+type batchOp struct {
+	op        partita.Op
+	table     string
+	prefer    string
+	meta      wire.Metadata
+	contentID string
+}
+
+// runtimeCodes are the failures that the service reports without the "0:"
+// index prefix when the changeset holds a single operation (PROTOCOL §6.4).
+var runtimeCodes = map[partita.Code]bool{
+	partita.CodeResourceNotFound:            true,
+	partita.CodeUpdateConditionNotSatisfied: true,
+	partita.CodeEntityAlreadyExists:         true,
+}
+
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	return partita.NewError(partita.CodeNotImplemented, partita.MsgNotImplemented)
+	body, err := readBody(w, r, partita.MaxBatchBodyBytes)
+	if err != nil {
+		return err
+	}
+	b, err := changeset.Decode(r.Header.Get("Content-Type"), body, partita.MaxBatchOperations)
+	if err != nil {
+		var ce *changeset.Error
+		if errors.As(err, &ce) && ce.Index >= 0 {
+			msg := ce.Message
+			if ce.TooMany {
+				msg = "The batch request operation exceeds the maximum 100 changes per change set."
+			}
+			s.writeBatchFailure(w, rc, ce.Index, 1, "", partita.NewError(partita.CodeInvalidInput, msg))
+			return nil
+		}
+		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	if !b.Changeset {
+		return s.handleRetrieveBatch(w, r, rc, &b.Requests[0])
+	}
+	ops := make([]batchOp, len(b.Requests))
+	for i := range b.Requests {
+		op, err := s.decodeBatchOp(r, rc, &b.Requests[i])
+		if err != nil {
+			s.writeBatchFailure(w, rc, i, len(ops), b.Requests[i].ContentID, err)
+			return nil
+		}
+		ops[i] = op
+	}
+	// Entity group rules: one table, one partition, each entity once.
+	seen := make(map[partita.Key]bool, len(ops))
+	for i := range ops {
+		o := &ops[i]
+		switch {
+		case !strings.EqualFold(o.table, ops[0].table):
+			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput))
+			return nil
+		case o.op.Entity.PartitionKey != ops[0].op.Entity.PartitionKey:
+			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeCommandsInBatchActOnDifferentPartitions, "All commands in a batch must operate on same entity group."))
+			return nil
+		case seen[o.op.Entity.Key()]:
+			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeInvalidDuplicateRow, "The batch request contains multiple changes with same row key. An entity can appear only once in a batch request."))
+			return nil
+		}
+		seen[o.op.Entity.Key()] = true
+	}
+	storeOps := make([]partita.Op, len(ops))
+	for i := range ops {
+		storeOps[i] = ops[i].op
+	}
+	if _, err := s.store.WriteBatch(r.Context(), rc.account, ops[0].table, storeOps); err != nil {
+		var be *partita.BatchError
+		if errors.As(err, &be) && partita.ErrorCode(be.Err) != partita.CodeInternal {
+			s.writeBatchFailure(w, rc, be.Index, len(ops), ops[be.Index].contentID, be.Err)
+			return nil
+		}
+		return err
+	}
+	resps := make([]changeset.Response, len(ops))
+	for i := range ops {
+		resps[i] = s.batchSuccess(rc, &ops[i])
+	}
+	bb, cb := changeset.NewBoundaries()
+	out := changeset.AppendResponse(nil, bb, cb, resps)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", changeset.ContentType(bb))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(out)
+	return nil
+}
+
+// batchSuccess builds the sub-response of a successful operation.
+func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
+	e := o.op.Entity
+	resp := changeset.Response{Status: http.StatusNoContent, ContentID: o.contentID}
+	add := func(n, v string) { resp.Header = append(resp.Header, changeset.HeaderField{Name: n, Value: v}) }
+	add("X-Content-Type-Options", "nosniff")
+	add("Cache-Control", "no-cache")
+	switch o.op.Kind {
+	case partita.OpInsert:
+		loc := rc.base + "/" + wire.EntityPath(o.table, e.PartitionKey, e.RowKey)
+		if o.prefer == "return-no-content" {
+			add("Preference-Applied", "return-no-content")
+			add("DataServiceVersion", "3.0;")
+			add("Location", loc)
+			add("DataServiceId", loc)
+			add("ETag", e.ETag())
+			return resp
+		}
+		resp.Status = http.StatusCreated
+		add("DataServiceVersion", "3.0;")
+		add("Content-Type", o.meta.ContentType())
+		add("Location", loc)
+		add("ETag", e.ETag())
+		resp.Body = wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: o.meta, Base: rc.base, Account: rc.account, Table: o.table, Element: true})
+	case partita.OpDelete:
+		add("DataServiceVersion", "1.0;")
+	default:
+		add("DataServiceVersion", "1.0;")
+		add("ETag", e.ETag())
+	}
+	return resp
+}
+
+// writeBatchFailure answers 202 with a changeset holding only the failed
+// operation (PROTOCOL §6.4), plus x-ms-error-code on the outer response so
+// the Go SDK can report the code.
+func (s *Server) writeBatchFailure(w http.ResponseWriter, rc *reqCtx, index, nops int, contentID string, err error) {
+	code, msg := classify(err)
+	if !(nops == 1 && runtimeCodes[code]) {
+		msg = strconv.Itoa(index) + ":" + msg
+	}
+	s.log.Debug("batch operation rejected", "request_id", rc.id, "index", index, "code", code, "err", err)
+	body := wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))
+	resp := changeset.Response{
+		Status:    statusOf(code),
+		ContentID: contentID,
+		Header: []changeset.HeaderField{
+			{Name: "X-Content-Type-Options", Value: "nosniff"},
+			{Name: "DataServiceVersion", Value: "3.0;"},
+			{Name: "Content-Type", Value: wire.MinimalMetadata.ContentType()},
+		},
+		Body: body,
+	}
+	bb, cb := changeset.NewBoundaries()
+	out := changeset.AppendResponse(nil, bb, cb, []changeset.Response{resp})
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", changeset.ContentType(bb))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h.Set("x-ms-error-code", string(code))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(out)
+}
+
+// subTarget splits a sub-request target into host, raw path and query.
+func subTarget(target, defHost string) (host, rawPath, rawQuery string) {
+	host = defHost
+	rest := target
+	for _, scheme := range []string{"http://", "https://"} {
+		if len(rest) >= len(scheme) && strings.EqualFold(rest[:len(scheme)], scheme) {
+			rest = rest[len(scheme):]
+			i := strings.IndexByte(rest, '/')
+			if i < 0 {
+				host, rest = rest, "/"
+			} else {
+				host, rest = rest[:i], rest[i:]
+			}
+			break
+		}
+	}
+	rawPath, rawQuery, _ = strings.Cut(rest, "?")
+	return host, rawPath, rawQuery
+}
+
+// decodeBatchOp turns one sub-request into a write operation.
+func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Request) (batchOp, error) {
+	var o batchOp
+	o.contentID = sr.ContentID
+	host, rawPath, rawQuery := subTarget(sr.Target, r.Host)
+	account, _, resource, _, ok := splitAccount(host, rawPath)
+	if !ok || account != rc.account {
+		return o, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	res, err := parseResourceMode(resource, true)
+	if err != nil {
+		return o, err
+	}
+	q, _ := url.ParseQuery(rawQuery)
+	o.meta = rc.meta
+	if f := q.Get("$format"); f != "" {
+		o.meta, _ = negotiate(&http.Request{Header: http.Header{}}, q)
+	}
+	o.prefer = prefer(&http.Request{Header: sr.Header})
+	o.table = res.table
+	method := strings.ToUpper(sr.Method)
+	if xm := sr.Header.Get("X-HTTP-Method"); xm != "" && method == http.MethodPost {
+		method = strings.ToUpper(xm)
+	}
+	cond, err := parseIfMatch(&http.Request{Header: sr.Header})
+	if err != nil {
+		return o, err
+	}
+	decodeBody := func() (*partita.Entity, bool, bool, error) {
+		if len(sr.Body) == 0 {
+			return nil, false, false, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+		}
+		return wire.DecodeEntity(sr.Body)
+	}
+	switch {
+	case res.kind == resEntities && method == http.MethodPost:
+		e, hasPK, hasRK, err := decodeBody()
+		if err != nil {
+			return o, err
+		}
+		if !hasPK || !hasRK {
+			return o, partita.NewError(partita.CodePropertiesNeedValue, partita.MsgPropertiesNeedValue)
+		}
+		o.op = partita.Op{Kind: partita.OpInsert, Entity: e}
+	case res.kind == resEntity && (method == http.MethodPut || method == http.MethodPatch || method == "MERGE"):
+		e, _, _, err := decodeBody()
+		if err != nil {
+			return o, err
+		}
+		e.PartitionKey, e.RowKey = res.key.PartitionKey, res.key.RowKey
+		merge := method != http.MethodPut
+		o.op = partita.Op{Entity: e, If: cond}
+		switch {
+		case merge && cond.Kind == partita.Unconditional:
+			o.op.Kind = partita.OpInsertOrMerge
+		case merge:
+			o.op.Kind = partita.OpMerge
+		case cond.Kind == partita.Unconditional:
+			o.op.Kind = partita.OpInsertOrReplace
+		default:
+			o.op.Kind = partita.OpReplace
+		}
+	case res.kind == resEntity && method == http.MethodDelete:
+		if cond.Kind == partita.Unconditional {
+			cond.Kind = partita.IfExists
+		}
+		if !partita.ValidKeyChars(res.key.PartitionKey) || !partita.ValidKeyChars(res.key.RowKey) {
+			return o, partita.NewError(partita.CodeOutOfRangeInput, partita.MsgOutOfRangeInput)
+		}
+		o.op = partita.Op{Kind: partita.OpDelete, Entity: &partita.Entity{PartitionKey: res.key.PartitionKey, RowKey: res.key.RowKey}, If: cond}
+	default:
+		return o, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	return o, nil
+}
+
+// handleRetrieveBatch answers a batch holding a single GET (PROTOCOL §6.5).
+func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx, sr *changeset.Request) error {
+	host, rawPath, rawQuery := subTarget(sr.Target, r.Host)
+	account, _, resource, _, ok := splitAccount(host, rawPath)
+	if !ok || account != rc.account {
+		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	res, err := parseResource(resource)
+	if err != nil {
+		return err
+	}
+	if res.kind != resEntity {
+		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	q, _ := url.ParseQuery(rawQuery)
+	meta, _ := negotiate(&http.Request{Header: sr.Header}, q)
+	var resp changeset.Response
+	e, err := s.store.GetEntity(r.Context(), rc.account, res.table, res.key)
+	if err != nil {
+		code, msg := classify(err)
+		if code == partita.CodeInternal {
+			return err
+		}
+		resp = changeset.Response{Status: statusOf(code), Header: []changeset.HeaderField{
+			{Name: "X-Content-Type-Options", Value: "nosniff"},
+			{Name: "DataServiceVersion", Value: "3.0;"},
+			{Name: "Content-Type", Value: meta.ContentType()},
+		}, Body: wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))}
+	} else {
+		resp = changeset.Response{Status: http.StatusOK, Header: []changeset.HeaderField{
+			{Name: "X-Content-Type-Options", Value: "nosniff"},
+			{Name: "Cache-Control", Value: "no-cache"},
+			{Name: "DataServiceVersion", Value: "3.0;"},
+			{Name: "Content-Type", Value: meta.ContentType()},
+			{Name: "ETag", Value: e.ETag()},
+		}, Body: wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: meta, Base: rc.base, Account: rc.account, Table: res.table, Element: true})}
+	}
+	resp.ContentID = sr.ContentID
+	bb, _ := changeset.NewBoundaries()
+	out := changeset.AppendRetrieveResponse(nil, bb, resp)
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Type", changeset.ContentType(bb))
+	h.Set("Content-Length", strconv.Itoa(len(out)))
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(out)
+	return nil
 }

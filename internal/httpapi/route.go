@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/partita/partita"
@@ -31,7 +32,13 @@ var errQuerySyntax = partita.NewError(partita.CodeInvalidInput, "Bad Request - E
 // parseResource parses the raw path after the account (PROTOCOL §1.2–1.3).
 // The table segment is split off at the first '(' before decoding, because
 // a key may contain %2F.
-func parseResource(raw string) (resource, error) {
+func parseResource(raw string) (resource, error) { return parseResourceMode(raw, false) }
+
+// parseResourceMode is parseResource; lenient accepts a lone quote inside a
+// key, which the Go SDK's batch writer sends because it does not double
+// quotes in sub-request URLs (a quote then ends the literal only where the
+// key predicate can go on).
+func parseResourceMode(raw string, lenient bool) (resource, error) {
 	if raw == "" {
 		return resource{kind: resService}, nil
 	}
@@ -70,7 +77,10 @@ func parseResource(raw string) (resource, error) {
 	if decoded == "" {
 		return resource{kind: resEntities, table: tname}, nil
 	}
-	key, err := parseKeyPredicate(decoded)
+	key, err := parseKeyPredicate(decoded, false)
+	if err != nil && lenient {
+		key, err = parseKeyPredicate(decoded, true)
+	}
 	if err != nil {
 		return resource{}, err
 	}
@@ -78,7 +88,7 @@ func parseResource(raw string) (resource, error) {
 }
 
 // parseKeyPredicate parses PartitionKey='…',RowKey='…' in either order.
-func parseKeyPredicate(s string) (partita.Key, error) {
+func parseKeyPredicate(s string, lenient bool) (partita.Key, error) {
 	var k partita.Key
 	var havePK, haveRK bool
 	rest := strings.TrimSpace(s)
@@ -87,7 +97,7 @@ func parseKeyPredicate(s string) (partita.Key, error) {
 		if !ok {
 			return k, errQuerySyntax
 		}
-		lit, r, ok := readLiteral(strings.TrimSpace(after))
+		lit, r, ok := readKeyLiteral(strings.TrimSpace(after), lenient, i == 1)
 		if !ok {
 			return k, errQuerySyntax
 		}
@@ -121,6 +131,32 @@ func parseKeyPredicate(s string) (partita.Key, error) {
 		return k, errQuerySyntax
 	}
 	return k, nil
+}
+
+// nextKeyRE matches what may follow the first key literal.
+var nextKeyRE = regexp.MustCompile(`^\s*,\s*(PartitionKey|RowKey)\s*=\s*'`)
+
+// readKeyLiteral reads a key literal. In lenient mode quotes are not
+// doubled: a quote ends the literal only where the predicate can go on
+// (",RowKey='" after the first key, the end after the last); any other
+// quote belongs to the key.
+func readKeyLiteral(s string, lenient, last bool) (string, string, bool) {
+	if !lenient {
+		return readLiteral(s)
+	}
+	if len(s) == 0 || s[0] != '\'' {
+		return "", "", false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] != '\'' {
+			continue
+		}
+		rest := s[i+1:]
+		if (last && strings.TrimSpace(rest) == "") || (!last && nextKeyRE.MatchString(rest)) {
+			return s[1:i], rest, true
+		}
+	}
+	return "", "", false
 }
 
 // readLiteral reads an OData string literal '…' with ” escapes from the

@@ -58,6 +58,20 @@ func TestParseResource(t *testing.T) {
 	}
 }
 
+func TestParseResource_Lenient(t *testing.T) {
+	for _, tt := range []struct{ in, pk, rk string }{
+		{"t(PartitionKey='O%27Brien',RowKey='it%27s, ok')", "O'Brien", "it's, ok"},
+		{"t(PartitionKey='p%271',RowKey='x%27%27y')", "p'1", "x''y"}, // strict parse fails, so nothing is doubled
+		{"t(PartitionKey='a',RowKey='b')", "a", "b"},
+		{"t(PartitionKey=''',RowKey='end'')", "'", "end'"},
+	} {
+		r, err := parseResourceMode(tt.in, true)
+		if err != nil || r.key.PartitionKey != tt.pk || r.key.RowKey != tt.rk {
+			t.Errorf("lenient parse of %q = %+v, %v; want (%q,%q)", tt.in, r.key, err, tt.pk, tt.rk)
+		}
+	}
+}
+
 // FuzzParseResource: no panic; every parsed entity key, written back the
 // way the Go SDK writes it (quotes doubled, path-escaped), parses to the
 // same key.

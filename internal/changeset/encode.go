@@ -1,0 +1,263 @@
+package changeset
+
+import (
+	"crypto/rand"
+	"net/http"
+	"slices"
+	"strconv"
+)
+
+// Response is one sub-response of a batch response.
+type Response struct {
+	Status int // e.g. 204, 201, 409; the reason phrase is http.StatusText(Status)
+	// Header is written in this order, after "Content-ID" when ContentID is
+	// set. Names are written as given (no canonicalization).
+	Header    []HeaderField
+	Body      []byte
+	ContentID string
+}
+
+// HeaderField is one response header line. CR and LF in Name or Value are
+// written as spaces so that they cannot break the MIME structure.
+type HeaderField struct{ Name, Value string }
+
+// NewBoundaries returns "batchresponse_<guid>" and
+// "changesetresponse_<guid>" with fresh lowercase version-4 GUIDs from
+// crypto/rand, the prefixes the Java and JS SDKs look for.
+func NewBoundaries() (batch, changeset string) {
+	return "batchresponse_" + newGUID(), "changesetresponse_" + newGUID()
+}
+
+func newGUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand crashes the program instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	const hexDigits = "0123456789abcdef"
+	out := make([]byte, 0, 36)
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			out = append(out, '-')
+		}
+		out = append(out, hexDigits[c>>4], hexDigits[c&0x0f])
+	}
+	return string(out)
+}
+
+// ContentType returns the Content-Type header value for a multipart document
+// with the given boundary: "multipart/mixed; boundary=<boundary>". Use it for
+// the outer 202 response (with the batch boundary) and for requests.
+func ContentType(boundary string) string {
+	return "multipart/mixed; boundary=" + boundary
+}
+
+// AppendResponse appends the whole multipart response body for a changeset
+// (PROTOCOL 6.3, 6.4): no preamble, the changeset part's body starting
+// directly with its first delimiter, one application/http part per Response
+// in order, every part ending in CRLF before the next delimiter, and the two
+// closing delimiters on consecutive lines.
+//
+// The boundaries must not occur in any header or body (NewBoundaries gives
+// random ones).
+func AppendResponse(dst []byte, batchBoundary, changesetBoundary string, resps []Response) []byte {
+	dst = append(dst, "--"...)
+	dst = append(dst, batchBoundary...)
+	dst = append(dst, "\r\nContent-Type: multipart/mixed; boundary="...)
+	dst = append(dst, changesetBoundary...)
+	dst = append(dst, "\r\n\r\n"...)
+	for i := range resps {
+		dst = append(dst, "--"...)
+		dst = append(dst, changesetBoundary...)
+		dst = append(dst, "\r\n"...)
+		dst = appendResponsePart(dst, &resps[i])
+	}
+	dst = append(dst, "--"...)
+	dst = append(dst, changesetBoundary...)
+	dst = append(dst, "--\r\n--"...)
+	dst = append(dst, batchBoundary...)
+	dst = append(dst, "--\r\n"...)
+	return dst
+}
+
+// AppendRetrieveResponse appends the response body of a retrieve batch
+// (PROTOCOL 6.5): one application/http part directly in the batch, no
+// changeset.
+func AppendRetrieveResponse(dst []byte, batchBoundary string, resp Response) []byte {
+	dst = append(dst, "--"...)
+	dst = append(dst, batchBoundary...)
+	dst = append(dst, "\r\n"...)
+	dst = appendResponsePart(dst, &resp)
+	dst = append(dst, "--"...)
+	dst = append(dst, batchBoundary...)
+	dst = append(dst, "--\r\n"...)
+	return dst
+}
+
+// appendResponsePart appends the part headers, the HTTP response and the CRLF
+// that precedes the next delimiter.
+func appendResponsePart(dst []byte, r *Response) []byte {
+	dst = append(dst, "Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\nHTTP/1.1 "...)
+	dst = strconv.AppendInt(dst, int64(r.Status), 10)
+	dst = append(dst, ' ')
+	dst = append(dst, http.StatusText(r.Status)...)
+	dst = append(dst, "\r\n"...)
+	if r.ContentID != "" {
+		dst = appendHeaderLine(dst, "Content-ID", r.ContentID)
+	}
+	for _, f := range r.Header {
+		dst = appendHeaderLine(dst, f.Name, f.Value)
+	}
+	dst = append(dst, "\r\n"...)
+	dst = append(dst, r.Body...)
+	dst = append(dst, "\r\n"...)
+	return dst
+}
+
+func appendHeaderLine(dst []byte, name, value string) []byte {
+	dst = appendNoNewline(dst, name)
+	dst = append(dst, ": "...)
+	dst = appendNoNewline(dst, value)
+	return append(dst, "\r\n"...)
+}
+
+func appendNoNewline(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// wireNames maps canonical header keys to the spellings the Go SDK writes
+// (its generated code stores them under non-canonical keys) and to the
+// usual spellings of a few other headers.
+var wireNames = map[string]string{
+	"Dataserviceversion":     "DataServiceVersion",
+	"Maxdataserviceversion":  "MaxDataServiceVersion",
+	"X-Ms-Version":           "x-ms-version",
+	"X-Ms-Client-Request-Id": "x-ms-client-request-id",
+	"X-Ms-Date":              "x-ms-date",
+	"Content-Id":             "Content-ID",
+	"X-Http-Method":          "X-HTTP-Method",
+	"Etag":                   "ETag",
+}
+
+func wireName(key string) string {
+	if n, ok := wireNames[key]; ok {
+		return n
+	}
+	return key
+}
+
+// AppendRequest encodes b as a $batch request body, in the layout of the Go
+// SDK (aztables transactional_batch.go, written with mime/multipart; see
+// PROTOCOL 6.1):
+//
+//	--<batch>
+//	Content-Type: multipart/mixed; boundary=<changeset>
+//
+//	--<changeset>
+//	Content-Transfer-Encoding: binary
+//	Content-Type: application/http
+//
+//	<METHOD> <target> HTTP/1.1
+//	<headers, sorted by name as written>
+//
+//	<body>
+//	--<changeset>--
+//
+//	--<batch>--
+//
+// with CRLF line endings. Header names are written in the Go SDK's spelling
+// (DataServiceVersion, x-ms-version, …; see wireNames) and sorted by that
+// spelling, one line per value, "Name: value" even for empty values. Nothing
+// is added: the caller puts Content-Length and the like into Header.
+// A request's ContentID is written as a "Content-ID" part header unless
+// Header already carries the same value.
+//
+// When b.Changeset is false the requests are written as application/http
+// parts directly in the batch (a retrieve batch holds one).
+//
+// The boundaries must not occur in any target, header or body. The request
+// Content-Type is ContentType(batchBoundary).
+func AppendRequest(dst []byte, batchBoundary, changesetBoundary string, b *Batch) []byte {
+	if !b.Changeset {
+		for i := range b.Requests {
+			if i > 0 {
+				dst = append(dst, "\r\n"...)
+			}
+			dst = append(dst, "--"...)
+			dst = append(dst, batchBoundary...)
+			dst = append(dst, "\r\n"...)
+			dst = appendRequestPart(dst, &b.Requests[i])
+		}
+		if len(b.Requests) > 0 {
+			dst = append(dst, "\r\n"...)
+		}
+		dst = append(dst, "--"...)
+		dst = append(dst, batchBoundary...)
+		return append(dst, "--\r\n"...)
+	}
+
+	dst = append(dst, "--"...)
+	dst = append(dst, batchBoundary...)
+	dst = append(dst, "\r\nContent-Type: multipart/mixed; boundary="...)
+	dst = append(dst, changesetBoundary...)
+	dst = append(dst, "\r\n\r\n"...)
+	for i := range b.Requests {
+		if i > 0 {
+			dst = append(dst, "\r\n"...)
+		}
+		dst = append(dst, "--"...)
+		dst = append(dst, changesetBoundary...)
+		dst = append(dst, "\r\n"...)
+		dst = appendRequestPart(dst, &b.Requests[i])
+	}
+	// multipart.Writer.Close always writes CRLF before the closing delimiter,
+	// even when there are no parts.
+	dst = append(dst, "\r\n--"...)
+	dst = append(dst, changesetBoundary...)
+	dst = append(dst, "--\r\n\r\n--"...)
+	dst = append(dst, batchBoundary...)
+	return append(dst, "--\r\n"...)
+}
+
+func appendRequestPart(dst []byte, r *Request) []byte {
+	if r.ContentID != "" && r.ContentID != r.Header.Get("Content-Id") {
+		dst = appendHeaderLine(dst, "Content-ID", r.ContentID)
+	}
+	dst = append(dst, "Content-Transfer-Encoding: binary\r\nContent-Type: application/http\r\n\r\n"...)
+	dst = append(dst, r.Method...)
+	dst = append(dst, ' ')
+	dst = append(dst, r.Target...)
+	dst = append(dst, " HTTP/1.1\r\n"...)
+
+	type named struct{ wire, key string }
+	names := make([]named, 0, len(r.Header))
+	for k := range r.Header {
+		names = append(names, named{wireName(k), k})
+	}
+	slices.SortFunc(names, func(a, b named) int {
+		switch {
+		case a.wire < b.wire:
+			return -1
+		case a.wire > b.wire:
+			return 1
+		case a.key < b.key:
+			return -1
+		case a.key > b.key:
+			return 1
+		}
+		return 0
+	})
+	for _, n := range names {
+		for _, v := range r.Header[n.key] {
+			dst = appendHeaderLine(dst, n.wire, v)
+		}
+	}
+	dst = append(dst, "\r\n"...)
+	return append(dst, r.Body...)
+}
