@@ -35,6 +35,9 @@ type Config struct {
 	LogLevel string
 	// ScanBudget is the time one query page may examine entities.
 	ScanBudget time.Duration
+	// MaxInFlight and QueueWait bound concurrent requests (overload → 503).
+	MaxInFlight int
+	QueueWait   time.Duration
 }
 
 func envOr(name, def string) string {
@@ -57,6 +60,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Key, "key", envOr("PARTITA_KEY", ""), "TLS private key file (PEM) (PARTITA_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (PARTITA_LOG_LEVEL)")
 	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
+	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
+	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
 		fs.PrintDefaults()
@@ -122,7 +127,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log}),
+		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait}),
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2 * time.Minute,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

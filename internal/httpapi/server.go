@@ -27,22 +27,36 @@ type Options struct {
 	Logger   *slog.Logger
 	// Now is the clock (tests). Default time.Now.
 	Now func() time.Time
+	// MaxInFlight bounds the requests served at once (default 256). A
+	// request that finds no slot within QueueWait (default 1s) gets
+	// 503 ServerBusy with Retry-After, which every SDK retries.
+	MaxInFlight int
+	QueueWait   time.Duration
 }
 
 // Server serves the Table REST API.
 type Server struct {
-	store partita.Store
-	keys  auth.Keyring
-	log   *slog.Logger
-	now   func() time.Time
+	store     partita.Store
+	keys      auth.Keyring
+	log       *slog.Logger
+	now       func() time.Time
+	slots     chan struct{}
+	queueWait time.Duration
 }
 
 // New returns a Server.
 func New(o Options) *Server {
-	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now}
+	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait}
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 256
+	}
+	if s.queueWait <= 0 {
+		s.queueWait = time.Second
+	}
+	s.slots = make(chan struct{}, o.MaxInFlight)
 	return s
 }
 
@@ -128,6 +142,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get("x-ms-client-request-id"); id != "" {
 		h.Set("x-ms-client-request-id", id)
 	}
+	if !s.acquire() {
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, rc, partita.NewError(partita.CodeServerBusy, partita.MsgServerBusy))
+		return
+	}
+	defer func() { <-s.slots }()
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -138,6 +158,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if err := s.serve(w, r, rc, version); err != nil {
 		s.writeError(w, rc, err)
+	}
+}
+
+// acquire takes a request slot, waiting at most queueWait.
+func (s *Server) acquire() bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(s.queueWait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/kv/memkv"
+	"github.com/partita/partita/internal/tablestore"
+)
+
+// blockingStore holds QueryTables until release is closed, so a test can
+// fill every request slot deterministically.
+type blockingStore struct {
+	partita.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingStore) QueryTables(ctx context.Context, account string, q partita.TableQuery) (partita.TablePage, error) {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.Store.QueryTables(ctx, account, q)
+}
+
+const testKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+func signedRequest(t *testing.T, method, path string) *http.Request {
+	t.Helper()
+	r := httptest.NewRequest(method, "http://127.0.0.1:10002"+path, nil)
+	date := time.Now().UTC().Format(http.TimeFormat)
+	r.Header.Set("x-ms-date", date)
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	sig := auth.Sign(kr["devstoreaccount1"].Keys[0], auth.StringToSignLite(date, "/devstoreaccount1"+path))
+	r.Header.Set("Authorization", "SharedKeyLite devstoreaccount1:"+sig)
+	return r
+}
+
+func TestServer_OverloadAnswersServerBusy(t *testing.T) {
+	ts, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := &blockingStore{Store: ts, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	s := New(Options{Store: bs, Accounts: kr, MaxInFlight: 1, QueueWait: 20 * time.Millisecond})
+
+	done := make(chan int)
+	go func() {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, signedRequest(t, "GET", "/devstoreaccount1/Tables"))
+		done <- w.Code
+	}()
+	<-bs.entered // the only slot is taken
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, signedRequest(t, "GET", "/devstoreaccount1/Tables"))
+	if w.Code != 503 || w.Header().Get("x-ms-error-code") != "ServerBusy" || w.Header().Get("Retry-After") == "" {
+		t.Errorf("overloaded request: %d %v %s", w.Code, w.Header(), w.Body)
+	}
+	close(bs.release)
+	if code := <-done; code != 200 {
+		t.Errorf("first request: %d", code)
+	}
+	// The slot is free again.
+	w = httptest.NewRecorder()
+	bs.entered = make(chan struct{}, 1)
+	s.ServeHTTP(w, signedRequest(t, "GET", "/devstoreaccount1/Tables"))
+	if w.Code != 200 {
+		t.Errorf("after release: %d %s", w.Code, w.Body)
+	}
+}
+
+func TestServer_CommonHeaders(t *testing.T) {
+	ts, _ := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	s := New(Options{Store: ts, Accounts: kr})
+	for _, tt := range []struct {
+		name   string
+		req    *http.Request
+		status int
+		code   string
+	}{
+		{"ok", signedRequest(t, "GET", "/devstoreaccount1/Tables"), 200, ""},
+		{"unsigned", httptest.NewRequest("GET", "http://127.0.0.1:10002/devstoreaccount1/Tables", nil), 403, "AuthenticationFailed"},
+		{"missing table", signedRequest(t, "GET", "/devstoreaccount1/nosuch()"), 404, "TableNotFound"},
+		{"bad method", signedRequest(t, "PUT", "/devstoreaccount1/Tables"), 405, "MethodNotAllowed"},
+	} {
+		tt.req.Header.Set("x-ms-client-request-id", "cid-1")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, tt.req)
+		h := w.Header()
+		if w.Code != tt.status || h.Get("x-ms-error-code") != tt.code {
+			t.Errorf("%s: %d %q, want %d %q: %s", tt.name, w.Code, h.Get("x-ms-error-code"), tt.status, tt.code, w.Body)
+		}
+		if _, err := http.ParseTime(h.Get("Date")); err != nil {
+			t.Errorf("%s: Date %q not RFC 1123", tt.name, h.Get("Date"))
+		}
+		if h.Get("x-ms-request-id") == "" || h.Get("x-ms-version") != "2019-02-02" || h.Get("x-ms-client-request-id") != "cid-1" {
+			t.Errorf("%s: headers %v", tt.name, h)
+		}
+		if tt.code != "" && (h.Get("Cache-Control") != "" || !containsAll(w.Body.String(), `"odata.error"`, `\nRequestId:`+h.Get("x-ms-request-id")+`\nTime:`)) {
+			t.Errorf("%s: error body %s / headers %v", tt.name, w.Body, h)
+		}
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, x := range subs {
+		if !strings.Contains(s, x) {
+			return false
+		}
+	}
+	return true
+}
