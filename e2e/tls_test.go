@@ -66,7 +66,7 @@ func GenerateTLSFiles(t testing.TB) TLSFiles {
 		t.Fatal(err)
 	}
 	caTmpl := &x509.Certificate{
-		SerialNumber:          randSerial(t),
+		SerialNumber:          tlsRandSerial(t),
 		Subject:               pkix.Name{CommonName: "partita e2e throwaway CA", Organization: []string{"partita e2e"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(48 * time.Hour),
@@ -89,7 +89,7 @@ func GenerateTLSFiles(t testing.TB) TLSFiles {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: randSerial(t),
+		SerialNumber: tlsRandSerial(t),
 		Subject:      pkix.Name{CommonName: "partita e2e server", Organization: []string{"partita e2e"}},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.Add(47 * time.Hour),
@@ -129,7 +129,7 @@ func GenerateTLSFiles(t testing.TB) TLSFiles {
 	return f
 }
 
-func randSerial(t testing.TB) *big.Int {
+func tlsRandSerial(t testing.TB) *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
 		t.Fatal(err)
