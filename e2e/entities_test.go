@@ -294,11 +294,11 @@ func rawDo(t *testing.T, s *Server, method, path, body string, hdr map[string]st
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	raw, _, _ := strings.Cut(path, "?")
+	signLite(req, raw)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	raw, _, _ := strings.Cut(path, "?")
-	signLite(req, raw)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

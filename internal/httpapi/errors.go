@@ -91,7 +91,7 @@ func statusOf(code partita.Code) int {
 func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 	code, msg := classify(err)
 	status := statusOf(code)
-	if code == partita.CodeInternal || status >= 500 {
+	if code == partita.CodeInternal || (status >= 500 && code != partita.CodeNotImplemented && code != partita.CodeServerBusy) {
 		s.log.Error("request failed", "op", rc.op, "request_id", rc.id, "err", err)
 	} else {
 		s.log.Debug("request rejected", "op", rc.op, "request_id", rc.id, "code", code, "err", err)
