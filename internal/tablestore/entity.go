@@ -11,13 +11,15 @@ import (
 
 // GetEntity implements partita.Store.
 func (s *Store) GetEntity(ctx context.Context, account, tableName string, key partita.Key) (*partita.Entity, error) {
-	t, err := s.lookup(account, tableName)
-	if err != nil {
-		return nil, err
-	}
-	defer t.mu.RUnlock()
+	l := s.tableLock(account, tableName)
+	l.RLock()
+	defer l.RUnlock()
 	var e *partita.Entity
-	err = s.db.View(ctx, func(r kv.Reader) error {
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		t, err := s.table(r, account, tableName)
+		if err != nil {
+			return err
+		}
 		v, err := r.Get(entityKey(nil, t.id, key.PartitionKey, key.RowKey))
 		if errors.Is(err, kv.ErrNotFound) {
 			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
@@ -41,17 +43,18 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 			return partita.Result{}, err
 		}
 	}
-	t, err := s.lookup(account, tableName)
-	if err != nil {
-		return partita.Result{}, err
-	}
-	defer t.mu.RUnlock()
-	mu := s.stripe(t.id, op.Entity.PartitionKey)
+	l := s.tableLock(account, tableName)
+	l.RLock()
+	defer l.RUnlock()
+	mu := s.stripe(account, tableName, op.Entity.PartitionKey)
 	mu.Lock()
 	defer mu.Unlock()
 	var res partita.Result
-	err = s.db.Update(ctx, func(tx kv.Txn) error {
-		var err error
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		t, err := s.table(tx, account, tableName)
+		if err != nil {
+			return err
+		}
 		res, err = s.apply(tx, t.id, op, nil)
 		return err
 	})
@@ -71,20 +74,22 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 			}
 		}
 	}
-	t, err := s.lookup(account, tableName)
-	if err != nil {
-		return nil, &partita.BatchError{Index: 0, Err: err}
-	}
-	defer t.mu.RUnlock()
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	mu := s.stripe(t.id, ops[0].Entity.PartitionKey)
+	l := s.tableLock(account, tableName)
+	l.RLock()
+	defer l.RUnlock()
+	mu := s.stripe(account, tableName, ops[0].Entity.PartitionKey)
 	mu.Lock()
 	defer mu.Unlock()
 	results := make([]partita.Result, len(ops))
 	var buf []byte
-	err = s.db.Update(ctx, func(tx kv.Txn) error {
+	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		t, err := s.table(tx, account, tableName)
+		if err != nil {
+			return &partita.BatchError{Index: 0, Err: err}
+		}
 		for i, op := range ops {
 			var err error
 			results[i], err = s.apply(tx, t.id, op, buf)
@@ -148,7 +153,11 @@ func (s *Store) apply(tx kv.Txn, id uint64, op partita.Op, buf []byte) (partita.
 		}
 		stored = cur
 	}
-	stored.Timestamp = s.tick()
+	var after int64
+	if cur != nil {
+		after = cur.Timestamp
+	}
+	stored.Timestamp = s.tick(after)
 	e.Timestamp = stored.Timestamp
 	val := appendEntity(make([]byte, 0, 64+16*len(stored.Properties)), stored)
 	if err := tx.Set(key, val); err != nil {

@@ -16,25 +16,27 @@ import (
 // whole filter is evaluated on every entity read, so the plan only decides
 // how much is read, never what matches.
 func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q partita.Query, fn func(*partita.Entity) error) (partita.QueryInfo, error) {
-	t, err := s.lookup(account, tableName)
-	if err != nil {
-		return partita.QueryInfo{}, err
-	}
-	defer t.mu.RUnlock()
+	l := s.tableLock(account, tableName)
+	l.RLock()
+	defer l.RUnlock()
 	top := q.Top
 	if top <= 0 || top > partita.MaxPageSize {
 		top = partita.MaxPageSize
 	}
 	plan := odata.PlanQuery(q.Filter)
 	info := partita.QueryInfo{Class: plan.Class}
-	var resume []byte
-	if q.Next != nil {
-		resume = entityKey(nil, t.id, q.Next.PartitionKey, q.Next.RowKey)
-	}
 	deadline := time.Now().Add(s.opts.ScanTimeBudget)
 	matched := 0
 	var e partita.Entity
-	err = s.db.View(ctx, func(r kv.Reader) error {
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		t, err := s.table(r, account, tableName)
+		if err != nil {
+			return err
+		}
+		var resume []byte
+		if q.Next != nil {
+			resume = entityKey(nil, t.id, q.Next.PartitionKey, q.Next.RowKey)
+		}
 		for _, rg := range plan.Ranges {
 			lo := position(t.id, rg.Start, false)
 			hi := position(t.id, rg.End, true)

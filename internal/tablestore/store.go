@@ -8,13 +8,13 @@
 package tablestore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +33,11 @@ type Options struct {
 	ScanTimeBudget time.Duration
 	// MaxExamined caps the entities one query page examines. Default 1<<20.
 	MaxExamined int
+	// Shared says other processes write the same kv.DB (several front
+	// ends over one database). The catalog is then read from the store on
+	// every request instead of being cached, and the engine's
+	// transactions, not this process's locks, keep writers apart.
+	Shared bool
 	// Logger receives background errors (purges). Default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock, for tests. Default time.Now.
@@ -44,10 +49,11 @@ type Store struct {
 	db   kv.DB
 	opts Options
 
-	mu      sync.RWMutex      // guards tables and nextID
-	tables  map[string]*table // account + "\x00" + lowercase name
-	nextID  uint64
-	purging sync.WaitGroup
+	createMu sync.Mutex // serializes this process's catalog changes
+	locksMu  sync.Mutex
+	locks    map[string]*sync.RWMutex // per table name: shared by entity ops, exclusive by DeleteTable
+	cache    sync.Map                 // catalog name → *tableRecord (only when !Shared)
+	purging  sync.WaitGroup
 
 	lastTick atomic.Int64 // the last Timestamp handed out
 	seed     maphash.Seed
@@ -56,16 +62,12 @@ type Store struct {
 
 var _ partita.Store = (*Store)(nil)
 
-// table is the in-memory catalog entry of a table.
-type table struct {
+// tableRecord is a catalog entry.
+type tableRecord struct {
 	id      uint64
 	account string
 	name    string // as created
-	// mu is held shared by entity operations and exclusively by
-	// DeleteTable, so no write lands in a table after it is dropped.
-	mu       sync.RWMutex
-	deleting bool // guarded by Store.mu
-	dropped  bool // guarded by mu
+	state   byte
 }
 
 const (
@@ -73,7 +75,10 @@ const (
 	stateDeleting = 1
 )
 
-// Open loads the catalog from db and resumes unfinished purges.
+// nextIDKey holds the next table id (uvarint).
+var nextIDKey = []byte{0x02, 'n', 'e', 'x', 't', 'i', 'd'}
+
+// Open opens a Store on db and resumes unfinished purges.
 func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.ScanTimeBudget <= 0 {
 		o.ScanTimeBudget = 5 * time.Second
@@ -87,8 +92,8 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{db: db, opts: o, tables: map[string]*table{}, nextID: 1, seed: maphash.MakeSeed()}
-	var pending []*table
+	s := &Store{db: db, opts: o, locks: map[string]*sync.RWMutex{}, seed: maphash.MakeSeed()}
+	var pending []*tableRecord
 	err := db.View(ctx, func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{nsCatalog}, UpperBound: []byte{nsCatalog + 1}})
 		if err != nil {
@@ -96,23 +101,11 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 		}
 		defer it.Close()
 		for ok := it.First(); ok; ok = it.Next() {
-			k := it.Key()[1:]
-			i := strings.IndexByte(string(k), 0)
-			if i < 0 {
-				return fmt.Errorf("tablestore: malformed catalog key %q", it.Key())
-			}
-			t, state, err := decodeTableRecord(it.Value())
+			t, err := decodeCatalogEntry(it.Key(), it.Value())
 			if err != nil {
 				return err
 			}
-			t.account = string(k[:i])
-			s.tables[t.account+"\x00"+strings.ToLower(t.name)] = t
-			if t.id >= s.nextID {
-				s.nextID = t.id + 1
-			}
-			if state == stateDeleting {
-				t.deleting = true
-				t.dropped = true
+			if t.state == stateDeleting {
 				pending = append(pending, t)
 			}
 		}
@@ -133,26 +126,79 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func encodeTableRecord(t *table, state byte) []byte {
-	b := []byte{1, state}
+func encodeTableRecord(t *tableRecord) []byte {
+	b := []byte{1, t.state}
 	b = binary.BigEndian.AppendUint64(b, t.id)
 	return append(b, t.name...)
 }
 
-func decodeTableRecord(b []byte) (*table, byte, error) {
-	if len(b) < 10 || b[0] != 1 {
-		return nil, 0, fmt.Errorf("tablestore: malformed table record")
+func decodeCatalogEntry(k, v []byte) (*tableRecord, error) {
+	if len(k) < 2 || k[0] != nsCatalog {
+		return nil, fmt.Errorf("tablestore: malformed catalog key %q", k)
 	}
-	return &table{id: binary.BigEndian.Uint64(b[2:10]), name: string(b[10:])}, b[1], nil
+	i := bytes.IndexByte(k[1:], 0)
+	if i < 0 || len(v) < 10 || v[0] != 1 {
+		return nil, fmt.Errorf("tablestore: malformed catalog entry %q", k)
+	}
+	return &tableRecord{account: string(k[1 : 1+i]), state: v[1], id: binary.BigEndian.Uint64(v[2:10]), name: string(v[10:])}, nil
+}
+
+// readTable reads a catalog entry; nil when there is none.
+func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
+	k := catalogKey(account, strings.ToLower(name))
+	v, err := r.Get(k)
+	if errors.Is(err, kv.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	return decodeCatalogEntry(k, v)
+}
+
+// table returns the live table record, from the cache when the store is
+// not shared. The returned record must not be modified.
+func (s *Store) table(r kv.Reader, account, name string) (*tableRecord, error) {
+	cn := catalogName(account, name)
+	if !s.opts.Shared {
+		if t, ok := s.cache.Load(cn); ok {
+			return t.(*tableRecord), nil
+		}
+	}
+	t, err := readTable(r, account, name)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil || t.state != stateActive {
+		return nil, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
+	}
+	if !s.opts.Shared {
+		s.cache.Store(cn, t)
+	}
+	return t, nil
+}
+
+// tableLock returns this process's lock of a table name.
+func (s *Store) tableLock(account, name string) *sync.RWMutex {
+	cn := catalogName(account, name)
+	s.locksMu.Lock()
+	defer s.locksMu.Unlock()
+	l, ok := s.locks[cn]
+	if !ok {
+		l = &sync.RWMutex{}
+		s.locks[cn] = l
+	}
+	return l
 }
 
 // tick returns a fresh Timestamp, strictly greater than every one handed
-// out before, so two writes never share an ETag even within one clock tick.
-func (s *Store) tick() int64 {
+// out before by this process and than after, so two writes of one entity
+// never share an ETag even within one clock tick.
+func (s *Store) tick(after int64) int64 {
 	now := edm.TicksFromTime(s.opts.Now())
 	for {
 		last := s.lastTick.Load()
-		t := max(now, last+1)
+		t := max(now, last+1, after+1)
 		if s.lastTick.CompareAndSwap(last, t) {
 			return t
 		}
@@ -188,61 +234,70 @@ func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.
 	if err := ValidateTableName(name); err != nil {
 		return partita.Table{}, err
 	}
-	cn := catalogName(account, name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if t, ok := s.tables[cn]; ok {
-		if t.deleting {
-			return partita.Table{}, partita.NewError(partita.CodeTableBeingDeleted, partita.MsgTableBeingDeleted)
-		}
-		return partita.Table{}, partita.NewError(partita.CodeTableAlreadyExists, partita.MsgTableAlreadyExists)
-	}
-	t := &table{id: s.nextID, account: account, name: name}
+	s.createMu.Lock()
+	defer s.createMu.Unlock()
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(t, stateActive))
+		cur, err := readTable(tx, account, name)
+		if err != nil {
+			return err
+		}
+		if cur != nil {
+			if cur.state == stateDeleting {
+				return partita.NewError(partita.CodeTableBeingDeleted, partita.MsgTableBeingDeleted)
+			}
+			return partita.NewError(partita.CodeTableAlreadyExists, partita.MsgTableAlreadyExists)
+		}
+		id := uint64(1)
+		v, err := tx.Get(nextIDKey)
+		switch {
+		case err == nil:
+			id, _ = binary.Uvarint(v)
+		case !errors.Is(err, kv.ErrNotFound):
+			return err
+		}
+		if err := tx.Set(nextIDKey, binary.AppendUvarint(nil, id+1)); err != nil {
+			return err
+		}
+		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&tableRecord{id: id, name: name}))
 	})
 	if err != nil {
-		return partita.Table{}, fmt.Errorf("create table %q: %w", name, err)
+		return partita.Table{}, err
 	}
-	s.nextID++
-	s.tables[cn] = t
 	return partita.Table{Account: account, Name: name}, nil
 }
 
 // DeleteTable implements partita.Store. It returns once the table is
-// dropped from the catalog; entities are purged in the background, and
-// until that finishes the name answers TableBeingDeleted to CreateTable.
+// marked dropped in the catalog; its entities are purged in the
+// background, and until that finishes the name answers TableBeingDeleted
+// to CreateTable.
 func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
-	cn := catalogName(account, name)
-	s.mu.Lock()
-	t, ok := s.tables[cn]
-	if !ok || t.deleting {
-		s.mu.Unlock()
-		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
-	}
-	t.deleting = true
-	s.mu.Unlock()
-
-	// Wait for in-flight entity operations, then mark the table dropped.
-	t.mu.Lock()
+	// Wait for this process's in-flight entity operations on the table.
+	l := s.tableLock(account, name)
+	l.Lock()
+	defer l.Unlock()
+	var dropped *tableRecord
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
-		return tx.Set(catalogKey(account, strings.ToLower(t.name)), encodeTableRecord(t, stateDeleting))
+		t, err := readTable(tx, account, name)
+		if err != nil {
+			return err
+		}
+		if t == nil || t.state != stateActive {
+			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+		}
+		d := *t
+		d.state = stateDeleting
+		dropped = &d
+		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&d))
 	})
-	if err == nil {
-		t.dropped = true
-	}
-	t.mu.Unlock()
+	s.cache.Delete(catalogName(account, name))
 	if err != nil {
-		s.mu.Lock()
-		t.deleting = false
-		s.mu.Unlock()
-		return fmt.Errorf("delete table %q: %w", name, err)
+		return err
 	}
-	s.startPurge(t)
+	s.startPurge(dropped)
 	return nil
 }
 
-func (s *Store) startPurge(t *table) {
+func (s *Store) startPurge(t *tableRecord) {
 	s.purging.Add(1)
 	go func() {
 		defer s.purging.Done()
@@ -250,32 +305,34 @@ func (s *Store) startPurge(t *table) {
 		err := s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
 		if err == nil {
 			err = s.db.Update(ctx, func(tx kv.Txn) error {
+				cur, err := readTable(tx, t.account, t.name)
+				if err != nil || cur == nil || cur.id != t.id {
+					return err // re-created or already purged by another front end
+				}
 				return tx.Delete(catalogKey(t.account, strings.ToLower(t.name)))
 			})
 		}
-		if err != nil {
-			if !errors.Is(err, kv.ErrClosed) {
-				s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err)
-			}
-			return // retried at the next start
+		if err != nil && !errors.Is(err, kv.ErrClosed) {
+			s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err) // retried at the next start
 		}
-		s.mu.Lock()
-		if cur, ok := s.tables[catalogName(t.account, t.name)]; ok && cur == t {
-			delete(s.tables, catalogName(t.account, t.name))
-		}
-		s.mu.Unlock()
 	}()
 }
 
 // GetTable implements partita.Store.
 func (s *Store) GetTable(ctx context.Context, account, name string) (partita.Table, error) {
-	s.mu.RLock()
-	t, ok := s.tables[catalogName(account, name)]
-	s.mu.RUnlock()
-	if !ok || t.deleting {
-		return partita.Table{}, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
-	}
-	return partita.Table{Account: account, Name: t.name}, nil
+	var out partita.Table
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		t, err := readTable(r, account, name)
+		if err != nil {
+			return err
+		}
+		if t == nil || t.state != stateActive {
+			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+		}
+		out = partita.Table{Account: account, Name: t.name}
+		return nil
+	})
+	return out, err
 }
 
 // QueryTables implements partita.Store. Tables come in order of their
@@ -285,56 +342,49 @@ func (s *Store) QueryTables(ctx context.Context, account string, q partita.Table
 	if top <= 0 || top > partita.MaxPageSize {
 		top = partita.MaxPageSize
 	}
-	s.mu.RLock()
-	var names []string
-	for _, t := range s.tables {
-		if t.account == account && !t.deleting {
-			names = append(names, t.name)
-		}
-	}
-	s.mu.RUnlock()
-	sort.Slice(names, func(i, j int) bool { return strings.ToLower(names[i]) < strings.ToLower(names[j]) })
 	var page partita.TablePage
-	next := strings.ToLower(q.NextTableName)
-	for _, n := range names {
-		if strings.ToLower(n) < next {
-			continue
+	prefix := catalogPrefix(account)
+	lo := append(bytes.Clone(prefix), strings.ToLower(q.NextTableName)...)
+	hi := append(bytes.Clone(prefix[:len(prefix)-1]), 0x01)
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
 		}
-		if q.Filter != nil && !evalTable(q.Filter, n) {
-			continue
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			t, err := decodeCatalogEntry(it.Key(), it.Value())
+			if err != nil {
+				return err
+			}
+			if t.state != stateActive || (q.Filter != nil && !evalTable(q.Filter, t.name)) {
+				continue
+			}
+			if len(page.Tables) == top {
+				page.NextTableName = t.name
+				return nil
+			}
+			page.Tables = append(page.Tables, partita.Table{Account: account, Name: t.name})
 		}
-		if len(page.Tables) == top {
-			page.NextTableName = n
-			break
-		}
-		page.Tables = append(page.Tables, partita.Table{Account: account, Name: n})
-	}
-	return page, nil
-}
-
-// lookup returns the live table and holds its lock shared; call
-// t.mu.RUnlock when done.
-func (s *Store) lookup(account, name string) (*table, error) {
-	s.mu.RLock()
-	t, ok := s.tables[catalogName(account, name)]
-	s.mu.RUnlock()
-	if ok {
-		t.mu.RLock()
-		if !t.dropped {
-			return t, nil
-		}
-		t.mu.RUnlock()
-	}
-	return nil, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
+		return it.Error()
+	})
+	return page, err
 }
 
 // stripe returns the lock of a partition.
-func (s *Store) stripe(id uint64, pk string) *sync.Mutex {
+func (s *Store) stripe(account, table, pk string) *sync.Mutex {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], id)
-	h.Write(b[:])
+	h.WriteString(account)
+	h.WriteByte(0)
+	for i := 0; i < len(table); i++ {
+		c := table[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		h.WriteByte(c)
+	}
+	h.WriteByte(0)
 	h.WriteString(pk)
 	return &s.stripes[h.Sum64()%uint64(len(s.stripes))]
 }
