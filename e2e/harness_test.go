@@ -4,6 +4,8 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +19,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/partita/partita/internal/kv/pgkv/pgtest"
 )
 
 const (
@@ -25,6 +29,11 @@ const (
 )
 
 var partitaBin string
+
+// E2EStore selects the engine every test server uses: "" (Pebble, the
+// default) or "postgres" (a fresh database on PARTITA_TEST_POSTGRES).
+// scripts/test runs the suite once per engine.
+var E2EStore = os.Getenv("PARTITA_E2E_STORE")
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "partita-e2e-")
@@ -61,6 +70,13 @@ func StartServer(t testing.TB, data string, flags ...string) *Server {
 		data = t.TempDir()
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, flags...)
+	if E2EStore == "postgres" {
+		// One database per data directory, so a restart on the same
+		// directory finds the same data.
+		sum := sha256.Sum256([]byte(data))
+		dsn := pgtest.CreateDatabase(t, pgtest.AdminDSN(t), "partita_e2e_"+hex.EncodeToString(sum[:6]), true)
+		args = append(args, "--store", dsn)
+	}
 	cmd := exec.Command(partitaBin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

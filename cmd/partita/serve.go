@@ -18,6 +18,7 @@ import (
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/memkv"
 	"github.com/partita/partita/internal/kv/pebblekv"
+	"github.com/partita/partita/internal/kv/pgkv"
 	"github.com/partita/partita/internal/tablestore"
 )
 
@@ -53,7 +54,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Addr, "addr", envOr("PARTITA_ADDR", "127.0.0.1:10002"), "listen address (PARTITA_ADDR)")
 	fs.StringVar(&c.Data, "data", envOr("PARTITA_DATA", "./partita-data"), "data directory for the embedded store (PARTITA_DATA)")
-	fs.StringVar(&c.Store, "store", envOr("PARTITA_STORE", "pebble"), "storage engine: pebble (durable, default) or mem (in memory, lost on exit) (PARTITA_STORE)")
+	fs.StringVar(&c.Store, "store", envOr("PARTITA_STORE", "pebble"), "storage engine: pebble (embedded, durable; default), mem (in memory, lost on exit), or a postgres:// URL (PostgreSQL, shared by any number of partita front ends) (PARTITA_STORE)")
 	defAccounts := envOr("PARTITA_ACCOUNTS", envOr("AZURITE_ACCOUNTS", DevAccounts))
 	fs.StringVar(&c.Accounts, "accounts", defAccounts, `accounts and base64 keys, "name:key1[:key2];name2:key1" (PARTITA_ACCOUNTS, else AZURITE_ACCOUNTS; default the devstoreaccount1 development account)`)
 	fs.StringVar(&c.Cert, "cert", envOr("PARTITA_CERT", ""), "TLS certificate file (PEM); serve HTTPS when set with --key (PARTITA_CERT)")
@@ -101,6 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	var db kv.DB
+	shared := false
 	switch c.Store {
 	case "pebble":
 		if err := os.MkdirAll(c.Data, 0o755); err != nil {
@@ -113,10 +115,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "mem":
 		db = memkv.New()
 	default:
-		return fmt.Errorf("--store %q: want pebble or mem", c.Store)
+		if !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
+			return fmt.Errorf("--store %q: want pebble, mem or a postgres:// URL", c.Store)
+		}
+		db, err = pgkv.Open(ctx, c.Store, nil)
+		if err != nil {
+			return err
+		}
+		shared = true
 	}
 	defer db.Close()
-	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget})
+	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget, Shared: shared})
 	if err != nil {
 		return err
 	}
@@ -143,8 +152,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for n := range keys {
 		names = append(names, n)
 	}
-	log.Info("partita listening", "addr", ln.Addr().String(), "scheme", scheme, "store", c.Store, "data", c.Data, "accounts", strings.Join(names, ","))
-	fmt.Fprintf(stdout, "partita: serving %s://%s (store %s)\n", scheme, ln.Addr(), c.Store)
+	engine := c.Store
+	if shared {
+		engine = "postgres"
+	}
+	log.Info("partita listening", "addr", ln.Addr().String(), "scheme", scheme, "store", engine, "data", c.Data, "accounts", strings.Join(names, ","))
+	fmt.Fprintf(stdout, "partita: serving %s://%s (store %s)\n", scheme, ln.Addr(), engine)
 
 	errc := make(chan error, 1)
 	go func() {

@@ -13,6 +13,9 @@ var (
 	ErrNotFound = errors.New("kv: not found")
 	// ErrClosed is returned by every method after Close.
 	ErrClosed = errors.New("kv: closed")
+	// ErrUnavailable is wrapped by engines whose store cannot be reached
+	// (a database connection lost); the request may succeed if retried.
+	ErrUnavailable = errors.New("kv: store unavailable")
 )
 
 // DB is an ordered key-value store. It is safe for concurrent use.

@@ -92,9 +92,9 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{db: db, opts: o, locks: map[string]*sync.RWMutex{}, seed: maphash.MakeSeed()}
+	s := &Store{db: guard{db}, opts: o, locks: map[string]*sync.RWMutex{}, seed: maphash.MakeSeed()}
 	var pending []*tableRecord
-	err := db.View(ctx, func(r kv.Reader) error {
+	err := s.db.View(ctx, func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{nsCatalog}, UpperBound: []byte{nsCatalog + 1}})
 		if err != nil {
 			return err

@@ -1,0 +1,439 @@
+// Package pgkv is the kv.DB engine on PostgreSQL (and PG-wire distributed
+// SQL databases such as CockroachDB and YugabyteDB) through pgx.
+//
+// # Schema
+//
+//	partita_kv(k bytea PRIMARY KEY, v bytea NOT NULL)
+//	partita_schema(version int PRIMARY KEY)
+//
+// Keys are compared bytewise by bytea's ordering, which is the order kv
+// requires. Every Update is one SERIALIZABLE transaction, retried when the
+// database reports a serialization failure, so transactions from any
+// number of processes behave as if run one at a time.
+//
+// Only portable SQL is used: CREATE TABLE IF NOT EXISTS, SELECT with
+// range predicates and ORDER BY on the primary key, INSERT … ON CONFLICT
+// DO UPDATE, and DELETE.
+package pgkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/partita/partita/internal/kv"
+)
+
+// SchemaVersion is the version of the schema this package writes.
+const SchemaVersion = 1
+
+// Options tune the engine. The zero value is usable.
+type Options struct {
+	// MaxConns bounds the connection pool (default 32).
+	MaxConns int32
+	// MaxRetries bounds retries of a transaction after serialization
+	// failures (default 50).
+	MaxRetries int
+}
+
+// DB is a kv.DB on PostgreSQL.
+type DB struct {
+	pool    *pgxpool.Pool
+	retries int
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+var _ kv.DB = (*DB)(nil)
+
+// Open connects to dsn (a postgres:// URL or key=value string), creates or
+// migrates the schema, and returns the store.
+func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
+	if o == nil {
+		o = &Options{}
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: %w", err)
+	}
+	cfg.MaxConns = o.MaxConns
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 32
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: %w", err)
+	}
+	db := &DB{pool: pool, retries: o.MaxRetries}
+	if db.retries <= 0 {
+		db.retries = 50
+	}
+	if err := db.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// migrate creates the schema; it is idempotent and safe to run from
+// several processes at once (a lost creation race is retried).
+func (db *DB) migrate(ctx context.Context) error {
+	stmts := []string{
+		`CREATE TABLE IF NOT EXISTS partita_schema (version INT PRIMARY KEY)`,
+		`CREATE TABLE IF NOT EXISTS partita_kv (k BYTEA PRIMARY KEY, v BYTEA NOT NULL)`,
+	}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		err = nil
+		for _, s := range stmts {
+			if _, err = db.pool.Exec(ctx, s); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("pgkv: create schema: %w", classify(err))
+	}
+	var v int
+	err = db.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM partita_schema`).Scan(&v)
+	if err != nil {
+		return fmt.Errorf("pgkv: read schema version: %w", classify(err))
+	}
+	switch {
+	case v > SchemaVersion:
+		return fmt.Errorf("pgkv: schema version %d is newer than this partita (%d)", v, SchemaVersion)
+	case v < SchemaVersion:
+		_, err = db.pool.Exec(ctx, `INSERT INTO partita_schema (version) VALUES ($1) ON CONFLICT (version) DO NOTHING`, SchemaVersion)
+		if err != nil {
+			return fmt.Errorf("pgkv: record schema version: %w", classify(err))
+		}
+	}
+	return nil
+}
+
+// classify marks connection-level failures as kv.ErrUnavailable: the
+// database is down, restarting, out of connections, or unreachable.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
+		return err
+	}
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+	}
+	return err
+}
+
+// retryable reports a serialization failure or deadlock: the transaction
+// may succeed when run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+	}
+	return false
+}
+
+func (db *DB) enter() error {
+	db.mu.RLock()
+	if db.closed {
+		db.mu.RUnlock()
+		return kv.ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) leave() { db.mu.RUnlock() }
+
+func (db *DB) View(ctx context.Context, fn func(kv.Reader) error) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	return fn(&reader{ctx: ctx, q: db.pool})
+}
+
+func (db *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	var err error
+	for attempt := 0; attempt <= db.retries; attempt++ {
+		err = db.update(ctx, fn)
+		if !retryable(err) {
+			return err
+		}
+		time.Sleep(time.Duration(attempt%8+1) * time.Millisecond)
+	}
+	return fmt.Errorf("pgkv: transaction kept conflicting: %w", err)
+}
+
+func (db *DB) update(ctx context.Context, fn func(kv.Txn) error) (err error) {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return fmt.Errorf("pgkv: begin: %w", classify(err))
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback(context.Background())
+		}
+	}()
+	t := &txn{reader: reader{ctx: ctx, q: tx}, tx: tx, pending: map[string]*[]byte{}}
+	if err := fn(t); err != nil {
+		if t.dbErr != nil {
+			return t.dbErr
+		}
+		return err
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgkv: commit: %w", classify(err))
+	}
+	return nil
+}
+
+func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
+	if err := db.enter(); err != nil {
+		return err
+	}
+	defer db.leave()
+	// Delete in chunks so a huge range never holds one long transaction.
+	for {
+		tag, err := db.pool.Exec(ctx, `DELETE FROM partita_kv WHERE k IN (SELECT k FROM partita_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 5000)`, start, end)
+		if err != nil {
+			return fmt.Errorf("pgkv: delete range: %w", classify(err))
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+	}
+}
+
+// Ping checks the database is reachable.
+func (db *DB) Ping(ctx context.Context) error { return classify(db.pool.Ping(ctx)) }
+
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if !db.closed {
+		db.closed = true
+		db.pool.Close()
+	}
+	return nil
+}
+
+// querier is satisfied by *pgxpool.Pool and pgx.Tx.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type reader struct {
+	ctx context.Context
+	q   querier
+}
+
+func (r *reader) Get(key []byte) ([]byte, error) {
+	var v []byte
+	err := r.q.QueryRow(r.ctx, `SELECT v FROM partita_kv WHERE k = $1`, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, kv.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: get: %w", classify(err))
+	}
+	return v, nil
+}
+
+func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
+	return &iter{r: r, lower: o.LowerBound, upper: o.UpperBound, pos: -1}, nil
+}
+
+// iterChunk is how many rows an iterator fetches per query.
+const iterChunk = 500
+
+// iter streams a key range in chunks of iterChunk rows, each fetched with
+// a primary-key range predicate.
+type iter struct {
+	r            *reader
+	lower, upper []byte
+	keys, vals   [][]byte
+	pos          int
+	done         bool // the last chunk was short: nothing after it
+	err          error
+}
+
+func (it *iter) load(from []byte, inclusive bool) bool {
+	op := ">"
+	if inclusive {
+		op = ">="
+	}
+	q := `SELECT k, v FROM partita_kv WHERE k ` + op + ` $1`
+	args := []any{from}
+	if from == nil {
+		q = `SELECT k, v FROM partita_kv WHERE TRUE`
+		args = nil
+	}
+	if it.upper != nil {
+		args = append(args, it.upper)
+		q += fmt.Sprintf(` AND k < $%d`, len(args))
+	}
+	q += fmt.Sprintf(` ORDER BY k LIMIT %d`, iterChunk)
+	rows, err := it.r.q.Query(it.r.ctx, q, args...)
+	if err != nil {
+		it.err = fmt.Errorf("pgkv: scan: %w", classify(err))
+		return false
+	}
+	it.keys, it.vals = it.keys[:0], it.vals[:0]
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			rows.Close()
+			it.err = fmt.Errorf("pgkv: scan: %w", classify(err))
+			return false
+		}
+		it.keys = append(it.keys, k)
+		it.vals = append(it.vals, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		it.err = fmt.Errorf("pgkv: scan: %w", classify(err))
+		return false
+	}
+	it.done = len(it.keys) < iterChunk
+	it.pos = 0
+	return len(it.keys) > 0
+}
+
+func (it *iter) First() bool {
+	if it.err != nil {
+		return false
+	}
+	return it.load(it.lower, true)
+}
+
+func (it *iter) SeekGE(key []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	return it.load(key, true)
+}
+
+func (it *iter) Next() bool {
+	if !it.Valid() {
+		return false
+	}
+	it.pos++
+	if it.pos < len(it.keys) {
+		return true
+	}
+	if it.done {
+		return false
+	}
+	return it.load(it.keys[len(it.keys)-1], false)
+}
+
+func (it *iter) Valid() bool   { return it.err == nil && it.pos >= 0 && it.pos < len(it.keys) }
+func (it *iter) Key() []byte   { return it.keys[it.pos] }
+func (it *iter) Value() []byte { return it.vals[it.pos] }
+func (it *iter) Error() error  { return it.err }
+func (it *iter) Close() error  { return nil }
+
+// txn buffers writes and sends them in one pipelined batch before the
+// next range read or the commit; point reads of buffered keys are
+// answered from the buffer.
+type txn struct {
+	reader
+	tx      pgx.Tx
+	pending map[string]*[]byte // nil value: delete
+	dbErr   error
+}
+
+func (t *txn) Get(key []byte) ([]byte, error) {
+	if v, ok := t.pending[string(key)]; ok {
+		if v == nil {
+			return nil, kv.ErrNotFound
+		}
+		return *v, nil
+	}
+	v, err := t.reader.Get(key)
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		t.dbErr = err
+	}
+	return v, err
+}
+
+func (t *txn) NewIter(o kv.IterOptions) (kv.Iterator, error) {
+	if err := t.flush(); err != nil {
+		return nil, err
+	}
+	return t.reader.NewIter(o)
+}
+
+func (t *txn) Set(key, value []byte) error {
+	v := bytes.Clone(value)
+	t.pending[string(key)] = &v
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	t.pending[string(key)] = nil
+	return nil
+}
+
+func (t *txn) flush() error {
+	if len(t.pending) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(t.pending))
+	for k := range t.pending {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // a fixed order keeps concurrent writers from deadlocking
+	b := &pgx.Batch{}
+	for _, k := range keys {
+		if v := t.pending[k]; v == nil {
+			b.Queue(`DELETE FROM partita_kv WHERE k = $1`, []byte(k))
+		} else {
+			b.Queue(`INSERT INTO partita_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, []byte(k), *v)
+		}
+	}
+	t.pending = map[string]*[]byte{}
+	if err := t.tx.SendBatch(t.reader.ctx, b).Close(); err != nil {
+		t.dbErr = fmt.Errorf("pgkv: write: %w", classify(err))
+		return t.dbErr
+	}
+	return nil
+}
