@@ -36,6 +36,9 @@ type Config struct {
 	LogLevel string
 	// ScanBudget is the time one query page may examine entities.
 	ScanBudget time.Duration
+	// MinFreeMB is the free disk space (MiB) below which Pebble writes get
+	// 503 ServerBusy.
+	MinFreeMB int64
 	// MaxInFlight and QueueWait bound concurrent requests (overload → 503).
 	MaxInFlight int
 	QueueWait   time.Duration
@@ -61,6 +64,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Key, "key", envOr("PARTITA_KEY", ""), "TLS private key file (PEM) (PARTITA_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (PARTITA_LOG_LEVEL)")
 	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
+	fs.Int64Var(&c.MinFreeMB, "min-free-mb", 128, "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
 	fs.Usage = func() {
@@ -108,7 +112,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := os.MkdirAll(c.Data, 0o755); err != nil {
 			return err
 		}
-		db, err = pebblekv.Open(c.Data, nil)
+		minFree := c.MinFreeMB << 20
+		if minFree == 0 {
+			minFree = -1
+		}
+		db, err = pebblekv.Open(c.Data, &pebblekv.Options{MinFreeBytes: minFree, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -26,9 +29,20 @@ type Options struct {
 	MemTableSize uint64
 	// FS replaces the file system, for tests (default the OS).
 	FS vfs.FS
+	// Logger receives Pebble's background errors (default slog.Default()).
+	Logger *slog.Logger
 	// NoSync skips the WAL sync on commit (tests and benchmarks only).
 	NoSync bool
+	// MinFreeBytes is the free disk space below which writes are refused
+	// with kv.ErrUnavailable (clients see 503 ServerBusy and retry) instead
+	// of running the disk full, which Pebble treats as fatal. Writes resume
+	// by themselves when space returns. Default 128 MiB; negative disables.
+	MinFreeBytes int64
 }
+
+// ErrLowDiskSpace is wrapped (with kv.ErrUnavailable) by writes refused
+// because the disk is nearly full.
+var ErrLowDiskSpace = errors.New("pebblekv: free disk space below the minimum")
 
 // DB is a kv.DB on Pebble.
 type DB struct {
@@ -38,6 +52,12 @@ type DB struct {
 
 	closeMu sync.RWMutex // held shared by operations, exclusively by Close
 	closed  bool
+
+	dir      string
+	minFree  int64
+	lowSpace atomic.Bool
+	stop     chan struct{}
+	watching sync.WaitGroup
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -59,7 +79,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
 		FS:                          o.FS,
-		Logger:                      quietLogger{},
+		Logger:                      pebbleLogger{orDefault(o.Logger)},
 	}
 	if po.MemTableSize == 0 {
 		po.MemTableSize = 32 << 20
@@ -77,7 +97,37 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o.NoSync {
 		wo = pebble.NoSync
 	}
-	return &DB{db: db, wo: wo}, nil
+	d := &DB{db: db, wo: wo, dir: dir, minFree: o.MinFreeBytes, stop: make(chan struct{})}
+	if d.minFree == 0 {
+		d.minFree = 128 << 20
+	}
+	if d.minFree > 0 {
+		d.checkSpace()
+		d.watching.Add(1)
+		go d.watchSpace()
+	}
+	return d, nil
+}
+
+// checkSpace samples the free space of the data directory.
+func (d *DB) checkSpace() {
+	if free, ok := freeSpace(d.dir); ok {
+		d.lowSpace.Store(free < uint64(d.minFree))
+	}
+}
+
+func (d *DB) watchSpace() {
+	defer d.watching.Done()
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			d.checkSpace()
+		}
+	}
 }
 
 func (d *DB) enter() error {
@@ -104,6 +154,11 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 		return err
 	}
 	defer d.leave()
+	if d.lowSpace.Load() {
+		if d.checkSpace(); d.lowSpace.Load() {
+			return fmt.Errorf("%w: %w", kv.ErrUnavailable, ErrLowDiskSpace)
+		}
+	}
 	b := d.db.NewIndexedBatch()
 	defer b.Close()
 	if err := fn(&txn{b: b}); err != nil {
@@ -139,6 +194,8 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.closed = true
+	close(d.stop)
+	d.watching.Wait()
 	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("pebblekv: close: %w", err)
 	}
@@ -195,8 +252,30 @@ func (it iter) Value() []byte {
 	return v
 }
 
-type quietLogger struct{}
+func orDefault(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}
 
-func (quietLogger) Infof(format string, args ...any)  {}
-func (quietLogger) Errorf(format string, args ...any) {}
-func (quietLogger) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+// pebbleLogger sends Pebble's log to slog: errors (failed flushes and
+// compactions, which Pebble retries) at error level, the rest at debug.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+// Fatalf is called by Pebble when its commit pipeline is broken (a WAL
+// write failed). Pebble requires it not to return: partita stops, and a
+// restart recovers every acknowledged write from the WAL.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error(msg, "component", "pebble")
+	panic(msg)
+}
