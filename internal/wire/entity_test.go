@@ -164,3 +164,22 @@ func BenchmarkDecodeEntity(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecodeToken: no panic; every accepted token re-encodes to itself, and
+// every string round-trips through a token.
+func FuzzDecodeToken(f *testing.F) {
+	for _, s := range []string{"1!8!U21pdGg-", "1!0!", "1!4!YQ--", "garbage", "1!99!x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		if s, ok := DecodeToken(tok); ok {
+			if again, ok := DecodeToken(EncodeToken(s)); !ok || again != s {
+				t.Fatalf("token %q decodes to %q, which does not round-trip", tok, s)
+			}
+		}
+		enc := EncodeToken(tok)
+		if got, ok := DecodeToken(enc); !ok || got != tok || enc == "" || strings.ContainsAny(enc, " ") {
+			t.Fatalf("EncodeToken(%q) = %q does not round-trip", tok, enc)
+		}
+	})
+}
