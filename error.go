@@ -48,6 +48,12 @@ const (
 	CodeAuthenticationFailed                    Code = "AuthenticationFailed"
 	CodeInvalidAuthenticationInfo               Code = "InvalidAuthenticationInfo"
 	CodeAuthorizationFailure                    Code = "AuthorizationFailure"
+	CodeAuthorizationPermissionMismatch         Code = "AuthorizationPermissionMismatch"
+	CodeAuthorizationResourceTypeMismatch       Code = "AuthorizationResourceTypeMismatch"
+	CodeAuthorizationServiceMismatch            Code = "AuthorizationServiceMismatch"
+	CodeAuthorizationProtocolMismatch           Code = "AuthorizationProtocolMismatch"
+	CodeAuthorizationSourceIPMismatch           Code = "AuthorizationSourceIPMismatch"
+	CodeCorsPreflightFailure                    Code = "CorsPreflightFailure"
 	CodeInvalidXMLDocument                      Code = "InvalidXmlDocument"
 )
 
@@ -63,6 +69,8 @@ var Codes = []Code{
 	CodeMethodNotAllowed, CodeUnsupportedHTTPVerb, CodeAtomFormatNotSupported, CodeJSONFormatNotSupported,
 	CodeXMethodNotUsingPost, CodeXMethodIncorrectValue, CodeXMethodIncorrectCount,
 	CodeAuthenticationFailed, CodeInvalidAuthenticationInfo, CodeAuthorizationFailure, CodeInvalidXMLDocument,
+	CodeAuthorizationPermissionMismatch, CodeAuthorizationResourceTypeMismatch, CodeAuthorizationServiceMismatch,
+	CodeAuthorizationProtocolMismatch, CodeAuthorizationSourceIPMismatch, CodeCorsPreflightFailure,
 }
 
 // The service's standard messages for the codes that have one.

@@ -133,6 +133,18 @@ type Store interface {
 	// PartitionKey and name distinct entities (the caller checks). A failing
 	// op is reported as *BatchError with its index.
 	WriteBatch(ctx context.Context, account, table string, ops []Op) ([]Result, error)
+
+	// GetTableACL returns a table's stored access policies in their stored
+	// form (nil when none). Codes: TableNotFound.
+	GetTableACL(ctx context.Context, account, table string) ([]byte, error)
+	// SetTableACL replaces a table's stored access policies. Codes:
+	// TableNotFound.
+	SetTableACL(ctx context.Context, account, table string, acl []byte) error
+	// GetServiceProperties returns an account's service properties in
+	// their stored form (nil when never set).
+	GetServiceProperties(ctx context.Context, account string) ([]byte, error)
+	// SetServiceProperties stores an account's service properties.
+	SetServiceProperties(ctx context.Context, account string, props []byte) error
 }
 
 // ErrStopPage may be returned by the callback of QueryEntities to end the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/changeset"
 	"github.com/partita/partita/internal/wire"
 )
@@ -59,6 +60,15 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 			return nil
 		}
 		ops[i] = op
+	}
+	// A SAS must allow every operation, on every entity.
+	for i := range ops {
+		if err := rc.authorize(operationOf(ops[i].op.Kind), ops[i].table); err != nil {
+			return err
+		}
+		if err := rc.authorizeKey(ops[i].op.Entity.Key()); err != nil {
+			return err
+		}
 	}
 	// Entity group rules: one table, one partition, each entity once.
 	seen := make(map[partita.Key]bool, len(ops))
@@ -277,6 +287,12 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	}
 	if res.kind != resEntity {
 		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	if err := rc.authorize(auth.OpGetEntity, res.table); err != nil {
+		return err
+	}
+	if err := rc.authorizeKey(res.key); err != nil {
+		return err
 	}
 	q, _ := url.ParseQuery(rawQuery)
 	meta, _ := negotiate(&http.Request{Header: sr.Header}, q)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/wire"
 )
 
@@ -37,6 +38,9 @@ func (s *Server) entityOptions(rc *reqCtx, table string) *wire.EntityOptions {
 }
 
 func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string) error {
+	if err := rc.authorize(auth.OpInsertEntity, table); err != nil {
+		return err
+	}
 	body, err := readBody(w, r, maxEntityBody)
 	if err != nil {
 		return err
@@ -47,6 +51,9 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	}
 	if !hasPK || !hasRK {
 		return partita.NewError(partita.CodePropertiesNeedValue, partita.MsgPropertiesNeedValue)
+	}
+	if err := rc.authorizeKey(e.Key()); err != nil {
+		return err
 	}
 	pref := prefer(r)
 	if pref != "" {
@@ -98,6 +105,12 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	default:
 		op.Kind = partita.OpReplace
 	}
+	if err := rc.authorize(operationOf(op.Kind), table); err != nil {
+		return err
+	}
+	if err := rc.authorizeKey(key); err != nil {
+		return err
+	}
 	badKey := !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey)
 	if badKey && cond.Kind != partita.Unconditional {
 		// An update of a key that cannot exist finds nothing; an upsert
@@ -113,6 +126,12 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 }
 
 func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string, key partita.Key) error {
+	if err := rc.authorize(auth.OpDeleteEntity, table); err != nil {
+		return err
+	}
+	if err := rc.authorizeKey(key); err != nil {
+		return err
+	}
 	cond, err := parseIfMatch(r)
 	if err != nil {
 		return err
@@ -132,6 +151,12 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 }
 
 func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string, key partita.Key) error {
+	if err := rc.authorize(auth.OpGetEntity, table); err != nil {
+		return err
+	}
+	if err := rc.authorizeKey(key); err != nil {
+		return err
+	}
 	sel, err := parseSelect(rc.query)
 	if err != nil {
 		return err

@@ -54,6 +54,12 @@ var statusByCode = map[partita.Code]int{
 	partita.CodeInvalidAuthenticationInfo:               http.StatusBadRequest,
 	partita.CodeAuthorizationFailure:                    http.StatusForbidden,
 	partita.CodeInvalidXMLDocument:                      http.StatusBadRequest,
+	partita.CodeAuthorizationPermissionMismatch:         http.StatusForbidden,
+	partita.CodeAuthorizationResourceTypeMismatch:       http.StatusForbidden,
+	partita.CodeAuthorizationServiceMismatch:            http.StatusForbidden,
+	partita.CodeAuthorizationProtocolMismatch:           http.StatusForbidden,
+	partita.CodeAuthorizationSourceIPMismatch:           http.StatusForbidden,
+	partita.CodeCorsPreflightFailure:                    http.StatusForbidden,
 }
 
 // classify decides the code and the client-safe message of any error.
@@ -61,6 +67,9 @@ func classify(err error) (partita.Code, string) {
 	var pe *partita.Error
 	var oe *odata.Error
 	var mb *http.MaxBytesError
+	if code, msg, ok := sasError(err); ok {
+		return code, msg
+	}
 	switch {
 	case errors.As(err, &pe):
 		return pe.Code, pe.Message

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/wire"
 	"github.com/partita/partita/odata"
 )
@@ -52,6 +53,9 @@ func parseSelect(q url.Values) ([]string, error) {
 }
 
 func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string) error {
+	if err := rc.authorize(auth.OpQueryEntities, table); err != nil {
+		return err
+	}
 	var q partita.Query
 	var err error
 	if q.Top, err = parseTop(rc.query); err != nil {
@@ -65,6 +69,14 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	// keeps planner bounds and evaluation in one order.
 	if q.Filter, err = odata.Parse(strings.ToValidUTF8(rc.query.Get("$filter"), "\uFFFD")); err != nil {
 		return err
+	}
+	if rc.sas != nil && rc.sas.HasKeyRange() {
+		// Clip the query to the SAS key range: never return a row outside it.
+		if rf := sasRangeFilter(rc.sas); q.Filter == nil {
+			q.Filter = rf
+		} else {
+			q.Filter = &odata.And{L: q.Filter, R: rf}
+		}
 	}
 	npk, rk := rc.query.Get("NextPartitionKey"), rc.query.Get("NextRowKey")
 	if npk != "" || rk != "" {

@@ -231,8 +231,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
 	case resEntities:
 		if rc.query.Get("comp") == "acl" {
 			rc.xml = true
-			rc.op = "TableACL"
-			return partita.NewError(partita.CodeNotImplemented, partita.MsgNotImplemented)
+			return s.handleTableACL(w, r, rc, res.table, method)
 		}
 		switch method {
 		case http.MethodGet:
@@ -259,11 +258,4 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
 		}
 	}
 	return partita.NewError(partita.CodeMethodNotAllowed, "The requested method is not allowed on the specified resource.")
-}
-
-// handleService answers the account-level XML operations, which belong to
-// the authorization issue; until then they are not implemented.
-func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCtx, method string) error {
-	rc.op = "ServiceProperties"
-	return partita.NewError(partita.CodeNotImplemented, partita.MsgNotImplemented)
 }

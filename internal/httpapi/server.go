@@ -73,6 +73,10 @@ type reqCtx struct {
 	query    url.Values
 	meta     wire.Metadata
 	xml      bool
+	// sas is the request's shared access signature; nil for account keys.
+	sas *auth.SAS
+	// secondary is set when the request addressed the -secondary endpoint.
+	secondary bool
 }
 
 func newRequestID() string {
@@ -211,14 +215,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	}
 	rc.base = scheme + "://" + r.Host + prefix
 
+	rc.secondary = strings.HasSuffix(signing, "-secondary")
 	if r.Method == http.MethodOptions {
-		rc.op = "Preflight"
-		w.WriteHeader(http.StatusOK)
-		return nil
+		return s.handlePreflight(w, r, rc)
 	}
-	if _, err := s.keys.Verify(auth.Request{Method: r.Method, Header: r.Header, RawPath: rawPath, Query: q}, signing, s.now()); err != nil {
+	if err := s.authenticate(r, rc, rawPath, q, signing); err != nil {
 		return err
 	}
+	s.corsHeaders(w, r, rc)
 	return s.route(w, r, rc)
 }
 

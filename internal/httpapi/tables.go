@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/wire"
 	"github.com/partita/partita/odata"
 )
@@ -74,6 +75,9 @@ func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *r
 	if err := json.Unmarshal(body, &req); err != nil || req.TableName == nil {
 		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 	}
+	if err := rc.authorize(auth.OpCreateTable, *req.TableName); err != nil {
+		return err
+	}
 	pref := prefer(r)
 	if pref != "" {
 		w.Header().Set("Preference-Applied", pref)
@@ -94,6 +98,9 @@ func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *r
 }
 
 func (s *Server) handleDeleteTable(w http.ResponseWriter, r *http.Request, rc *reqCtx, name string) error {
+	if err := rc.authorize(auth.OpDeleteTable, name); err != nil {
+		return err
+	}
 	if err := s.store.DeleteTable(r.Context(), rc.account, name); err != nil {
 		return err
 	}
@@ -102,6 +109,9 @@ func (s *Server) handleDeleteTable(w http.ResponseWriter, r *http.Request, rc *r
 }
 
 func (s *Server) handleGetTable(w http.ResponseWriter, r *http.Request, rc *reqCtx, name string) error {
+	if err := rc.authorize(auth.OpQueryTables, name); err != nil {
+		return err
+	}
 	t, err := s.store.GetTable(r.Context(), rc.account, name)
 	if err != nil {
 		return err
@@ -111,6 +121,9 @@ func (s *Server) handleGetTable(w http.ResponseWriter, r *http.Request, rc *reqC
 }
 
 func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	if err := rc.authorize(auth.OpQueryTables, ""); err != nil {
+		return err
+	}
 	q := partita.TableQuery{}
 	var err error
 	if q.Top, err = parseTop(rc.query); err != nil {

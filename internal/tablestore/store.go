@@ -304,6 +304,9 @@ func (s *Store) startPurge(t *tableRecord) {
 		ctx := context.Background()
 		err := s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
 		if err == nil {
+			err = s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(aclKey(t.id)) })
+		}
+		if err == nil {
 			err = s.db.Update(ctx, func(tx kv.Txn) error {
 				cur, err := readTable(tx, t.account, t.name)
 				if err != nil || cur == nil || cur.id != t.id {

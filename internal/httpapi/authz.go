@@ -1,0 +1,189 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/settings"
+	"github.com/partita/partita/odata"
+)
+
+// authenticate establishes who sent the request: an account key
+// (SharedKey, SharedKeyLite) or a shared access signature. For a SAS it
+// checks everything that does not depend on the operation; rc.sas then
+// carries it for authorize.
+func (s *Server) authenticate(r *http.Request, rc *reqCtx, rawPath string, q url.Values, signing string) error {
+	if r.Header.Get("Authorization") != "" {
+		_, err := s.keys.Verify(auth.Request{Method: r.Method, Header: r.Header, RawPath: rawPath, Query: q}, signing, s.now())
+		return err
+	}
+	sas, ok, err := auth.ParseSAS(q)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return auth.ErrNoCredentials
+	}
+	a := s.keys[rc.account]
+	if a == nil {
+		return auth.ErrUnknownAccount
+	}
+	if !sas.VerifySignature(a) {
+		return auth.ErrSignatureMismatch
+	}
+	if sas.Identifier != "" {
+		if err := s.applyPolicy(r.Context(), rc.account, sas); err != nil {
+			return err
+		}
+	}
+	if err := sas.CheckTime(s.now()); err != nil {
+		return err
+	}
+	if err := sas.CheckProtocol(r.TLS != nil); err != nil {
+		return err
+	}
+	host, _, _ := net.SplitHostPort(r.RemoteAddr)
+	if err := sas.CheckIP(net.ParseIP(host)); err != nil {
+		return err
+	}
+	rc.sas = sas
+	return nil
+}
+
+// applyPolicy fills a SAS from the stored access policy it names;
+// removing or changing the policy therefore revokes or changes the SAS.
+func (s *Server) applyPolicy(ctx context.Context, account string, sas *auth.SAS) error {
+	if sas.Kind != auth.ServiceSAS {
+		return auth.ErrMalformedSAS
+	}
+	raw, err := s.store.GetTableACL(ctx, account, sas.Table)
+	if err != nil {
+		if partita.ErrorCode(err) == partita.CodeTableNotFound {
+			return auth.ErrPolicyNotFound
+		}
+		return err
+	}
+	ids, err := settings.UnmarshalACL(raw)
+	if err != nil {
+		return err
+	}
+	var policies []auth.Policy
+	for _, id := range ids {
+		p := auth.Policy{ID: id.ID}
+		if id.Policy != nil {
+			p.Start, p.Expiry, p.Permission = id.Policy.Start, id.Policy.Expiry, id.Policy.Permission
+		}
+		policies = append(policies, p)
+	}
+	p, err := auth.FindPolicy(policies, sas.Identifier)
+	if err != nil {
+		return err
+	}
+	return sas.ApplyPolicy(p)
+}
+
+// authorize checks that the request's SAS, if any, allows op on table.
+func (rc *reqCtx) authorize(op auth.Operation, table string) error {
+	if rc.sas == nil {
+		return nil
+	}
+	return rc.sas.Authorize(op, table)
+}
+
+// authorizeKey checks that the request's SAS, if any, covers the entity.
+func (rc *reqCtx) authorizeKey(k partita.Key) error {
+	if rc.sas == nil || rc.sas.InRange(k.PartitionKey, k.RowKey) {
+		return nil
+	}
+	return auth.ErrSASKeyRange
+}
+
+// operationOf maps a write kind to its SAS operation.
+func operationOf(k partita.OpKind) auth.Operation {
+	switch k {
+	case partita.OpInsert:
+		return auth.OpInsertEntity
+	case partita.OpReplace:
+		return auth.OpUpdateEntity
+	case partita.OpMerge:
+		return auth.OpMergeEntity
+	case partita.OpInsertOrReplace:
+		return auth.OpInsertOrReplaceEntity
+	case partita.OpInsertOrMerge:
+		return auth.OpInsertOrMergeEntity
+	}
+	return auth.OpDeleteEntity
+}
+
+// sasRangeFilter is the SAS key range as a filter (PROTOCOL §8.5), so a
+// query is clipped to it: the planner narrows the scan and evaluation
+// drops every entity outside it.
+func sasRangeFilter(s *auth.SAS) odata.Expr {
+	cmp := func(prop string, op odata.Op, v string) odata.Expr {
+		return &odata.Compare{Op: op, Prop: prop, Value: edm.StringValue(v)}
+	}
+	var e odata.Expr
+	and := func(x odata.Expr) {
+		if e == nil {
+			e = x
+		} else {
+			e = &odata.And{L: e, R: x}
+		}
+	}
+	const pk, rk = partita.PropPartitionKey, partita.PropRowKey
+	switch {
+	case s.HasStartPK && s.HasStartRK:
+		and(&odata.Or{L: cmp(pk, odata.Gt, s.StartPK), R: &odata.And{L: cmp(pk, odata.Eq, s.StartPK), R: cmp(rk, odata.Ge, s.StartRK)}})
+	case s.HasStartPK:
+		and(cmp(pk, odata.Ge, s.StartPK))
+	}
+	switch {
+	case s.HasEndPK && s.HasEndRK:
+		and(&odata.Or{L: cmp(pk, odata.Lt, s.EndPK), R: &odata.And{L: cmp(pk, odata.Eq, s.EndPK), R: cmp(rk, odata.Le, s.EndRK)}})
+	case s.HasEndPK:
+		and(cmp(pk, odata.Le, s.EndPK))
+	}
+	return e
+}
+
+// sasError maps SAS failures to the service's codes and messages.
+func sasError(err error) (partita.Code, string, bool) {
+	switch {
+	case errors.Is(err, auth.ErrSASProtocol):
+		return partita.CodeAuthorizationProtocolMismatch, "This request is not authorized to perform this operation using this protocol.", true
+	case errors.Is(err, auth.ErrSASIP):
+		return partita.CodeAuthorizationSourceIPMismatch, "This request is not authorized to perform this operation using this source IP.", true
+	case errors.Is(err, auth.ErrSASPermission):
+		return partita.CodeAuthorizationPermissionMismatch, "This request is not authorized to perform this operation using this permission.", true
+	case errors.Is(err, auth.ErrSASResourceType):
+		return partita.CodeAuthorizationResourceTypeMismatch, "This request is not authorized to perform this operation using this resource type.", true
+	case errors.Is(err, auth.ErrSASService):
+		return partita.CodeAuthorizationServiceMismatch, "This request is not authorized to perform this operation using this service.", true
+	case errors.Is(err, auth.ErrSASTable), errors.Is(err, auth.ErrSASKeyRange), errors.Is(err, auth.ErrSASOperation):
+		return partita.CodeAuthorizationFailure, "This request is not authorized to perform this operation.", true
+	case errors.Is(err, auth.ErrMalformedSAS), errors.Is(err, auth.ErrSASExpired), errors.Is(err, auth.ErrSASNotYetValid),
+		errors.Is(err, auth.ErrPolicyNotFound), errors.Is(err, auth.ErrPolicyConflict):
+		return partita.CodeAuthenticationFailed, partita.MsgAuthenticationFailed, true
+	}
+	return "", "", false
+}
+
+// loadProperties returns an account's service properties (the defaults
+// when never set).
+func (s *Server) loadProperties(ctx context.Context, account string) (settings.ServiceProperties, error) {
+	raw, err := s.store.GetServiceProperties(ctx, account)
+	if err != nil || raw == nil {
+		return settings.DefaultServiceProperties(), err
+	}
+	var p settings.ServiceProperties
+	if err := p.UnmarshalBinary(raw); err != nil {
+		return p, err
+	}
+	return p, nil
+}

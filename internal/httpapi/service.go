@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/settings"
+)
+
+// writeXML sends an XML body the way the service does: no Cache-Control,
+// no X-Content-Type-Options.
+func writeXML(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Del("X-Content-Type-Options")
+	h.Set("Content-Type", "application/xml")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func invalidXML(err error) error {
+	if errors.Is(err, settings.ErrInvalidXML) {
+		return &partita.Error{Code: partita.CodeInvalidXMLDocument, Message: "XML specified is not syntactically valid.", Err: err}
+	}
+	return err
+}
+
+// handleService answers the account-level XML operations: service
+// properties, and service stats on the secondary endpoint.
+func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCtx, method string) error {
+	restype, comp := rc.query.Get("restype"), rc.query.Get("comp")
+	switch {
+	case restype == "service" && comp == "properties" && method == http.MethodGet:
+		rc.op = "GetServiceProperties"
+		if err := rc.authorize(auth.OpGetServiceProperties, ""); err != nil {
+			return err
+		}
+		p, err := s.loadProperties(r.Context(), rc.account)
+		if err != nil {
+			return err
+		}
+		writeXML(w, http.StatusOK, settings.AppendServiceProperties(nil, p))
+		return nil
+	case restype == "service" && comp == "properties" && method == http.MethodPut:
+		rc.op = "SetServiceProperties"
+		if err := rc.authorize(auth.OpSetServiceProperties, ""); err != nil {
+			return err
+		}
+		body, err := readBody(w, r, 1<<20)
+		if err != nil {
+			return err
+		}
+		upd, err := settings.DecodeServiceProperties(body)
+		if err != nil {
+			return invalidXML(err)
+		}
+		p, err := s.loadProperties(r.Context(), rc.account)
+		if err != nil {
+			return err
+		}
+		p.Merge(upd)
+		raw, err := p.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		if err := s.store.SetServiceProperties(r.Context(), rc.account, raw); err != nil {
+			return err
+		}
+		h := w.Header()
+		h.Del("X-Content-Type-Options")
+		h.Set("Content-Length", "0")
+		w.WriteHeader(http.StatusAccepted)
+		return nil
+	case restype == "service" && comp == "stats" && method == http.MethodGet:
+		rc.op = "GetServiceStats"
+		if err := rc.authorize(auth.OpGetServiceStats, ""); err != nil {
+			return err
+		}
+		if !rc.secondary {
+			return partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
+		}
+		writeXML(w, http.StatusOK, settings.AppendServiceStats(nil, s.now()))
+		return nil
+	}
+	return partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
+}
+
+// handleTableACL answers Get/Set Table ACL.
+func (s *Server) handleTableACL(w http.ResponseWriter, r *http.Request, rc *reqCtx, table, method string) error {
+	switch method {
+	case http.MethodGet, http.MethodHead:
+		rc.op = "GetTableACL"
+		if err := rc.authorize(auth.OpGetTableACL, table); err != nil {
+			return err
+		}
+		raw, err := s.store.GetTableACL(r.Context(), rc.account, table)
+		if err != nil {
+			return err
+		}
+		ids, err := settings.UnmarshalACL(raw)
+		if err != nil {
+			return err
+		}
+		writeXML(w, http.StatusOK, settings.AppendACL(nil, ids))
+		return nil
+	case http.MethodPut:
+		rc.op = "SetTableACL"
+		if err := rc.authorize(auth.OpSetTableACL, table); err != nil {
+			return err
+		}
+		body, err := readBody(w, r, 1<<20)
+		if err != nil {
+			return err
+		}
+		ids, err := settings.DecodeACL(body)
+		if err != nil {
+			return invalidXML(err)
+		}
+		var raw []byte
+		if len(ids) > 0 {
+			raw = settings.MarshalACL(ids)
+		}
+		if err := s.store.SetTableACL(r.Context(), rc.account, table, raw); err != nil {
+			return err
+		}
+		w.Header().Del("X-Content-Type-Options")
+		writeNoContent(w)
+		return nil
+	}
+	return partita.NewError(partita.CodeMethodNotAllowed, "The requested method is not allowed on the specified resource.")
+}
+
+// handlePreflight answers a CORS preflight from the account's rules
+// (PROTOCOL §9.4). Preflights are not authenticated.
+func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
+	rc.op = "Preflight"
+	origin, method := r.Header.Get("Origin"), r.Header.Get("Access-Control-Request-Method")
+	if origin == "" || method == "" {
+		return partita.NewError(partita.CodeInvalidHeaderValue, "A required CORS header is not present.")
+	}
+	var reqHeaders []string
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				reqHeaders = append(reqHeaders, h)
+			}
+		}
+	}
+	p, err := s.loadProperties(r.Context(), rc.account)
+	if err != nil {
+		return err
+	}
+	rule, ok := settings.MatchCORS(p.Cors, origin, method, reqHeaders)
+	if !ok {
+		return partita.NewError(partita.CodeCorsPreflightFailure, "CORS not enabled or no matching rule found for this request.")
+	}
+	h := w.Header()
+	if rule.AllowsAnyOrigin() {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+	}
+	h.Set("Access-Control-Allow-Methods", method)
+	if len(reqHeaders) > 0 {
+		h.Set("Access-Control-Allow-Headers", strings.Join(reqHeaders, ","))
+	}
+	h.Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeInSeconds))
+	h.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// corsHeaders adds the CORS headers of an actual request whose Origin
+// matches a rule; without a match nothing is added.
+func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx) {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return
+	}
+	p, err := s.loadProperties(r.Context(), rc.account)
+	if err != nil {
+		return
+	}
+	rule, ok := settings.MatchCORS(p.Cors, origin, r.Method, nil)
+	if !ok {
+		return
+	}
+	h := w.Header()
+	if rule.AllowsAnyOrigin() {
+		h.Set("Access-Control-Allow-Origin", "*")
+	} else {
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+	}
+	if rule.ExposedHeaders != "" {
+		h.Set("Access-Control-Expose-Headers", rule.ExposedHeaders)
+	}
+	h.Add("Vary", "Origin")
+}

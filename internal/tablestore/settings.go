@@ -1,0 +1,90 @@
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/partita/partita/internal/kv"
+)
+
+// Settings keys:
+//
+//	0x04 ACL:        0x04 | table id (8 bytes) → stored access policies
+//	0x05 properties: 0x05 | account            → service properties
+//
+// Values are opaque here (the HTTP layer's settings encoding). The ACL is
+// keyed by table id, so a dropped table's policies go with it and a
+// re-created table starts with none.
+const (
+	nsACL        = 0x04
+	nsProperties = 0x05
+)
+
+func aclKey(id uint64) []byte {
+	k := tablePrefix(id)
+	k[0] = nsACL
+	return k
+}
+
+func propertiesKey(account string) []byte { return append([]byte{nsProperties}, account...) }
+
+// GetTableACL implements partita.Store.
+func (s *Store) GetTableACL(ctx context.Context, account, table string) ([]byte, error) {
+	var out []byte
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		t, err := s.table(r, account, table)
+		if err != nil {
+			return err
+		}
+		v, err := r.Get(aclKey(t.id))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read acl: %w", err)
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	return out, err
+}
+
+// SetTableACL implements partita.Store.
+func (s *Store) SetTableACL(ctx context.Context, account, table string, acl []byte) error {
+	l := s.tableLock(account, table)
+	l.RLock()
+	defer l.RUnlock()
+	return s.db.Update(ctx, func(tx kv.Txn) error {
+		t, err := s.table(tx, account, table)
+		if err != nil {
+			return err
+		}
+		if len(acl) == 0 {
+			return tx.Delete(aclKey(t.id))
+		}
+		return tx.Set(aclKey(t.id), acl)
+	})
+}
+
+// GetServiceProperties implements partita.Store.
+func (s *Store) GetServiceProperties(ctx context.Context, account string) ([]byte, error) {
+	var out []byte
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		v, err := r.Get(propertiesKey(account))
+		if errors.Is(err, kv.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read service properties: %w", err)
+		}
+		out = append([]byte(nil), v...)
+		return nil
+	})
+	return out, err
+}
+
+// SetServiceProperties implements partita.Store.
+func (s *Store) SetServiceProperties(ctx context.Context, account string, props []byte) error {
+	return s.db.Update(ctx, func(tx kv.Txn) error { return tx.Set(propertiesKey(account), props) })
+}
