@@ -1,0 +1,334 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// sasSpec describes a table SAS to build with the Go SDK's signer.
+type sasSpec struct {
+	table, perms    string
+	start, expiry   time.Time
+	protocol        aztables.SASProtocol
+	ip              string
+	id              string
+	spk, srk        string
+	epk, erk        string
+	corruptSig      bool
+	noSig, noExpiry bool
+}
+
+// build signs the SAS with the Go SDK. The SDK signs spk/srk/epk/erk but
+// leaves them out of its query string (PROTOCOL §8.5), so they are added
+// here.
+func (sp sasSpec) build(t *testing.T) string {
+	t.Helper()
+	cred, _ := aztables.NewSharedKeyCredential(devAccount, devKey)
+	v := aztables.SASSignatureValues{
+		Protocol: sp.protocol, StartTime: sp.start, ExpiryTime: sp.expiry, Permissions: sp.perms,
+		Identifier: sp.id, TableName: sp.table,
+		StartPartitionKey: sp.spk, StartRowKey: sp.srk, EndPartitionKey: sp.epk, EndRowKey: sp.erk,
+	}
+	if sp.ip != "" {
+		v.IPRange = aztables.IPRange{Start: net.ParseIP(sp.ip)}
+	}
+	if v.Protocol == "" {
+		v.Protocol = aztables.SASProtocolHTTPSandHTTP
+	}
+	if v.ExpiryTime.IsZero() && !sp.noExpiry {
+		v.ExpiryTime = time.Now().Add(time.Hour)
+	}
+	q, err := v.Sign(cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _ := url.ParseQuery(q)
+	for k, x := range map[string]string{"spk": sp.spk, "srk": sp.srk, "epk": sp.epk, "erk": sp.erk} {
+		if x != "" {
+			vals.Set(k, x)
+		}
+	}
+	if sp.corruptSig {
+		vals.Set("sig", "AAAA"+vals.Get("sig")[4:])
+	}
+	return vals.Encode()
+}
+
+func sasClient(t *testing.T, s *Server, table, sas string) *aztables.Client {
+	t.Helper()
+	u := s.Endpoint() + "/" + table
+	if sas != "" {
+		u += "?" + sas
+	}
+	c, err := aztables.NewClientWithNoCredential(u, &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func codeOf(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("%d %s", re.StatusCode, re.ErrorCode)
+	}
+	return err.Error()
+}
+
+// TestSASMatrix runs every entity operation under every kind of SAS
+// failure and checks the service's status and code, and that a refused
+// operation changed nothing.
+func TestSASMatrix(t *testing.T) {
+	s := StartServer(t, "")
+	svc := serviceClient(t, s)
+	const tbl = "sastbl"
+	if _, err := svc.CreateTable(ctx, tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateTable(ctx, "othertbl", nil); err != nil {
+		t.Fatal(err)
+	}
+	admin := svc.NewClient(tbl)
+	seed := func(pk, rk string) {
+		if _, err := admin.UpsertEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": pk, "RowKey": rk, "V": 0}), &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A stored access policy for the revocation case.
+	if _, err := admin.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: []*aztables.SignedIdentifier{{
+		ID: to.Ptr("pol"), AccessPolicy: &aztables.AccessPolicy{Start: to.Ptr(time.Now().Add(-time.Hour)), Expiry: to.Ptr(time.Now().Add(time.Hour)), Permission: to.Ptr("raud")},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	type op struct {
+		name   string
+		letter string // the permission letter(s) it needs
+		run    func(c *aztables.Client, pk, rk string) error
+	}
+	ops := []op{
+		{"Get", "r", func(c *aztables.Client, pk, rk string) error { _, err := c.GetEntity(ctx, pk, rk, nil); return err }},
+		{"Query", "r", func(c *aztables.Client, pk, rk string) error {
+			_, err := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: to.Ptr("PartitionKey eq '" + pk + "'")}).NextPage(ctx)
+			return err
+		}},
+		{"Insert", "a", func(c *aztables.Client, pk, rk string) error {
+			_, err := c.AddEntity(ctx, mustJSONb(map[string]any{"PartitionKey": pk, "RowKey": rk + "new"}), nil)
+			return err
+		}},
+		{"Update", "u", func(c *aztables.Client, pk, rk string) error {
+			_, err := c.UpdateEntity(ctx, mustJSONb(map[string]any{"PartitionKey": pk, "RowKey": rk, "V": 1}), &aztables.UpdateEntityOptions{UpdateMode: aztables.UpdateModeMerge})
+			return err
+		}},
+		{"Upsert", "au", func(c *aztables.Client, pk, rk string) error {
+			_, err := c.UpsertEntity(ctx, mustJSONb(map[string]any{"PartitionKey": pk, "RowKey": rk, "V": 2}), nil)
+			return err
+		}},
+		{"Delete", "d", func(c *aztables.Client, pk, rk string) error { _, err := c.DeleteEntity(ctx, pk, rk, nil); return err }},
+		{"Batch", "a", func(c *aztables.Client, pk, rk string) error {
+			_, err := c.SubmitTransaction(ctx, []aztables.TransactionAction{{ActionType: aztables.TransactionTypeAdd, Entity: mustJSONb(map[string]any{"PartitionKey": pk, "RowKey": rk + "b"})}}, nil)
+			return err
+		}},
+	}
+	lacking := func(letters string) string { // every permission but the op's
+		out := ""
+		for _, l := range "raud" {
+			if !strings.ContainsRune(letters, l) {
+				out += string(l)
+			}
+		}
+		if letters == "au" {
+			out = "ra" // upsert needs both a and u: a alone is not enough
+		}
+		return out
+	}
+	now := time.Now()
+	cases := []struct {
+		name string
+		sas  func(o op) string
+		pk   string
+		want string
+	}{
+		{"no auth", func(op) string { return "" }, "b", "403 AuthenticationFailed"},
+		{"bad signature", func(op) string { return sasSpec{table: tbl, perms: "raud", corruptSig: true}.build(t) }, "b", "403 AuthenticationFailed"},
+		{"expired", func(op) string {
+			return sasSpec{table: tbl, perms: "raud", start: now.Add(-2 * time.Hour), expiry: now.Add(-time.Hour)}.build(t)
+		}, "b", "403 AuthenticationFailed"},
+		{"not yet valid", func(op) string {
+			return sasSpec{table: tbl, perms: "raud", start: now.Add(time.Hour), expiry: now.Add(2 * time.Hour)}.build(t)
+		}, "b", "403 AuthenticationFailed"},
+		{"wrong permission", func(o op) string { return sasSpec{table: tbl, perms: lacking(o.letter)}.build(t) }, "b", "403 AuthorizationPermissionMismatch"},
+		{"outside key range", func(op) string { return sasSpec{table: tbl, perms: "raud", spk: "a", epk: "b"}.build(t) }, "d", "403 AuthorizationFailure"},
+		{"wrong table", func(op) string { return sasSpec{table: "othertbl", perms: "raud"}.build(t) }, "b", "403 AuthorizationFailure"},
+		{"wrong protocol", func(op) string { return sasSpec{table: tbl, perms: "raud", protocol: aztables.SASProtocolHTTPS}.build(t) }, "b", "403 AuthorizationProtocolMismatch"},
+		{"wrong IP", func(op) string { return sasSpec{table: tbl, perms: "raud", ip: "10.1.2.3"}.build(t) }, "b", "403 AuthorizationSourceIPMismatch"},
+		{"valid", func(op) string { return sasSpec{table: tbl, perms: "raud", spk: "a", epk: "c"}.build(t) }, "b", "ok"},
+		{"policy", func(op) string { return sasSpec{table: tbl, id: "pol", noExpiry: true}.build(t) }, "b", "ok"},
+	}
+	n := 0
+	for _, tc := range cases {
+		for _, o := range ops {
+			n++
+			rk := fmt.Sprintf("r%03d", n)
+			seed(tc.pk, rk)
+			c := sasClient(t, s, tbl, tc.sas(o))
+			err := o.run(c, tc.pk, rk)
+			got := codeOf(err)
+			want := tc.want
+			if o.name == "Query" && tc.name == "outside key range" {
+				want = "ok" // queries are clipped, not refused; checked below
+			}
+			if got != want {
+				t.Errorf("%s / %s: %s, want %s", tc.name, o.name, got, want)
+			}
+			if want != "ok" {
+				// A refused operation changed nothing.
+				m, _ := getMap(t, admin, tc.pk, rk)
+				if m["V"] != float64(0) {
+					t.Errorf("%s / %s: refused but entity changed: %v", tc.name, o.name, m)
+				}
+				if _, err := admin.GetEntity(ctx, tc.pk, rk+"new", nil); err == nil {
+					t.Errorf("%s / %s: refused insert was written", tc.name, o.name)
+				}
+			}
+		}
+	}
+	// Revoking the policy revokes the tokens that use it.
+	pol := sasSpec{table: tbl, id: "pol", noExpiry: true}.build(t)
+	if _, err := sasClient(t, s, tbl, pol).GetEntity(ctx, "b", "r001", nil); err != nil {
+		t.Fatalf("policy token before revocation: %v", err)
+	}
+	if _, err := admin.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sasClient(t, s, tbl, pol).GetEntity(ctx, "b", "r001", nil)
+	if got := codeOf(err); got != "403 AuthenticationFailed" {
+		t.Errorf("revoked policy: %s", got)
+	}
+}
+
+// TestSASRangedQuery: a query through a key-ranged SAS over a table with
+// rows inside and outside the range returns exactly the inside rows,
+// across several pages.
+func TestSASRangedQuery(t *testing.T) {
+	s := StartServer(t, "")
+	svc := serviceClient(t, s)
+	if _, err := svc.CreateTable(ctx, "ranged", nil); err != nil {
+		t.Fatal(err)
+	}
+	admin := svc.NewClient("ranged")
+	for _, pk := range []string{"a", "b", "c", "d"} {
+		for rk := 1; rk <= 5; rk++ {
+			if _, err := admin.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": pk, "RowKey": fmt.Sprint(rk)}), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sas := sasSpec{table: "ranged", perms: "r", spk: "b", srk: "2", epk: "c", erk: "3"}.build(t)
+	c := sasClient(t, s, "ranged", sas)
+	for _, filter := range []string{"", "RowKey ne '9'", "PartitionKey ge 'a'"} {
+		o := &aztables.ListEntitiesOptions{Top: to.Ptr[int32](2)}
+		if filter != "" {
+			o.Filter = &filter
+		}
+		rows, pages := listAll(t, c, o)
+		var got []string
+		for _, r := range rows {
+			got = append(got, r.PK+r.RK)
+		}
+		if strings.Join(got, ",") != "b2,b3,b4,b5,c1,c2,c3" {
+			t.Errorf("filter %q: rows %v, want b2..c3", filter, got)
+		}
+		if pages < 4 {
+			t.Errorf("filter %q: %d pages, want several", filter, pages)
+		}
+	}
+	// Point reads outside the range are refused; inside are served.
+	if _, err := c.GetEntity(ctx, "b", "1", nil); codeOf(err) != "403 AuthorizationFailure" {
+		t.Errorf("get (b,1): %s", codeOf(err))
+	}
+	if _, err := c.GetEntity(ctx, "c", "3", nil); err != nil {
+		t.Errorf("get (c,3): %v", err)
+	}
+}
+
+// TestAccountSAS: service, resource-type and permission checks of account
+// SAS tokens for table and entity operations.
+func TestAccountSAS(t *testing.T) {
+	s := StartServer(t, "")
+	cred, _ := aztables.NewSharedKeyCredential(devAccount, devKey)
+	mk := func(services, types, perms string) *aztables.ServiceClient {
+		qp, err := aztables.AccountSASSignatureValues{Protocol: aztables.SASProtocolHTTPSandHTTP, ExpiryTime: time.Now().Add(time.Hour),
+			Permissions: perms, Services: services, ResourceTypes: types}.Sign(cred)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := aztables.NewServiceClientWithNoCredential(s.Endpoint()+"?"+qp.Encode(), &aztables.ClientOptions{ClientOptions: policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	full := mk("t", "sco", "rwdlacu")
+	if _, err := full.CreateTable(ctx, "acct", nil); err != nil {
+		t.Fatalf("create table with account SAS: %v", err)
+	}
+	if _, err := full.NewClient("acct").AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
+		t.Fatalf("insert with account SAS: %v", err)
+	}
+	if _, err := full.GetProperties(ctx, nil); err != nil {
+		t.Fatalf("get properties with account SAS: %v", err)
+	}
+	for _, tt := range []struct {
+		name string
+		c    *aztables.ServiceClient
+		run  func(c *aztables.ServiceClient) error
+		want string
+	}{
+		{"blob-only service", mk("b", "sco", "rwdlacu"), func(c *aztables.ServiceClient) error {
+			_, err := c.NewClient("acct").GetEntity(ctx, "p", "r", nil)
+			return err
+		}, "403 AuthorizationServiceMismatch"},
+		{"entity op without srt=o", mk("t", "sc", "rwdlacu"), func(c *aztables.ServiceClient) error {
+			_, err := c.NewClient("acct").GetEntity(ctx, "p", "r", nil)
+			return err
+		}, "403 AuthorizationResourceTypeMismatch"},
+		{"create table without srt=c", mk("t", "so", "rwdlacu"), func(c *aztables.ServiceClient) error {
+			_, err := c.CreateTable(ctx, "nope", nil)
+			return err
+		}, "403 AuthorizationResourceTypeMismatch"},
+		{"delete table without d", mk("t", "sco", "rwlacu"), func(c *aztables.ServiceClient) error {
+			_, err := c.DeleteTable(ctx, "acct", nil)
+			return err
+		}, "403 AuthorizationPermissionMismatch"},
+		{"list tables without l", mk("t", "sco", "rwdacu"), func(c *aztables.ServiceClient) error {
+			_, err := c.NewListTablesPager(nil).NextPage(ctx)
+			return err
+		}, "403 AuthorizationPermissionMismatch"},
+		{"insert without a", mk("t", "sco", "rwdlcu"), func(c *aztables.ServiceClient) error {
+			_, err := c.NewClient("acct").AddEntity(ctx, mustJSONb(map[string]any{"PartitionKey": "p", "RowKey": "x"}), nil)
+			return err
+		}, "403 AuthorizationPermissionMismatch"},
+		{"read-only can read", mk("t", "o", "r"), func(c *aztables.ServiceClient) error {
+			_, err := c.NewClient("acct").GetEntity(ctx, "p", "r", nil)
+			return err
+		}, "ok"},
+	} {
+		if got := codeOf(tt.run(tt.c)); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
