@@ -50,9 +50,8 @@ type Store struct {
 	opts Options
 
 	createMu sync.Mutex // serializes this process's catalog changes
-	locksMu  sync.Mutex
-	locks    map[string]*sync.RWMutex // per table name: shared by entity ops, exclusive by DeleteTable
-	cache    sync.Map                 // catalog name → *tableRecord (only when !Shared)
+	locks    sync.Map   // catalog name → *sync.RWMutex: shared by entity ops, exclusive by DeleteTable
+	cache    sync.Map   // catalog name → *tableRecord (only when !Shared)
 	purging  sync.WaitGroup
 
 	lastTick atomic.Int64 // the last Timestamp handed out
@@ -92,7 +91,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{db: guard{db}, opts: o, locks: map[string]*sync.RWMutex{}, seed: maphash.MakeSeed()}
+	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed()}
 	var pending []*tableRecord
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{nsCatalog}, UpperBound: []byte{nsCatalog + 1}})
@@ -181,14 +180,11 @@ func (s *Store) table(r kv.Reader, account, name string) (*tableRecord, error) {
 // tableLock returns this process's lock of a table name.
 func (s *Store) tableLock(account, name string) *sync.RWMutex {
 	cn := catalogName(account, name)
-	s.locksMu.Lock()
-	defer s.locksMu.Unlock()
-	l, ok := s.locks[cn]
-	if !ok {
-		l = &sync.RWMutex{}
-		s.locks[cn] = l
+	if l, ok := s.locks.Load(cn); ok {
+		return l.(*sync.RWMutex)
 	}
-	return l
+	l, _ := s.locks.LoadOrStore(cn, &sync.RWMutex{})
+	return l.(*sync.RWMutex)
 }
 
 // tick returns a fresh Timestamp, strictly greater than every one handed
