@@ -4,11 +4,9 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -58,55 +56,33 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 	if !utf8.Valid(body) {
 		return nil, false, false, invalidInput()
 	}
-	d := json.NewDecoder(bytes.NewReader(body))
-	d.UseNumber()
-	tok, err := d.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, false, false, invalidInput()
-	}
 	var props []rawProp
-	types := map[string]string{}
-	seen := map[string]bool{}
-	for d.More() {
-		kt, err := d.Token()
-		if err != nil {
-			return nil, false, false, invalidInput()
+	var types annotations
+	var names dupSet
+	err := scanObject(body, func(name string, v any) error {
+		if names.add(name) {
+			return partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)
 		}
-		name, ok := kt.(string)
-		if !ok {
-			return nil, false, false, invalidInput()
-		}
-		vt, err := d.Token()
-		if err != nil {
-			return nil, false, false, invalidInput()
-		}
-		if _, ok := vt.(json.Delim); ok {
-			return nil, false, false, invalidInput() // objects and arrays are not property values
-		}
-		if seen[name] {
-			return nil, false, false, partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)
-		}
-		seen[name] = true
 		if i := strings.IndexByte(name, '@'); i >= 0 {
 			if name[i:] == "@odata.type" {
-				s, ok := vt.(string)
+				s, ok := v.(string)
 				if !ok {
-					return nil, false, false, invalidInput()
+					return invalidInput()
 				}
-				types[name[:i]] = s
+				types = append(types, [2]string{name[:i], s})
 			}
-			continue
+			return nil
 		}
-		if strings.HasPrefix(name, "odata.") {
-			continue
+		if !strings.HasPrefix(name, "odata.") {
+			props = append(props, rawProp{name, v})
 		}
-		props = append(props, rawProp{name, vt})
-	}
-	if tok, err := d.Token(); err != nil || tok != json.Delim('}') {
-		return nil, false, false, invalidInput()
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, false, false, invalidInput()
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, errJSON) || errors.Is(err, errNested) {
+			return nil, false, false, invalidInput()
+		}
+		return nil, false, false, err
 	}
 
 	e := &partita.Entity{Properties: make([]partita.Property, 0, len(props))}
@@ -123,7 +99,7 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 				}
 				return nil, false, false, invalidInput()
 			}
-			if t, ok := types[p.name]; ok && t != "Edm.String" {
+			if t, ok := types.get(p.name); ok && t != "Edm.String" {
 				return nil, false, false, invalidInput()
 			}
 			if p.name == partita.PropPartitionKey {
@@ -136,13 +112,58 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 		if p.tok == nil {
 			continue
 		}
-		v, err := toValue(p.name, p.tok, types[p.name])
+		t, _ := types.get(p.name)
+		v, err := toValue(p.name, p.tok, t)
 		if err != nil {
 			return nil, false, false, err
 		}
 		e.Properties = append(e.Properties, partita.Property{Name: p.name, Value: v})
 	}
 	return e, hasPK, hasRK, nil
+}
+
+// annotations holds (property, type name) pairs; entities have few, so a
+// slice beats a map.
+type annotations [][2]string
+
+func (a annotations) get(prop string) (string, bool) {
+	for _, x := range a {
+		if x[0] == prop {
+			return x[1], true
+		}
+	}
+	return "", false
+}
+
+// dupSet detects repeated member names: a linear scan for the usual
+// handful, a map beyond that.
+type dupSet struct {
+	list []string
+	m    map[string]struct{}
+}
+
+// add records name and reports whether it was already there.
+func (d *dupSet) add(name string) bool {
+	if d.m != nil {
+		if _, ok := d.m[name]; ok {
+			return true
+		}
+		d.m[name] = struct{}{}
+		return false
+	}
+	for _, n := range d.list {
+		if n == name {
+			return true
+		}
+	}
+	d.list = append(d.list, name)
+	if len(d.list) > 32 {
+		d.m = make(map[string]struct{}, 2*len(d.list))
+		for _, n := range d.list {
+			d.m[n] = struct{}{}
+		}
+	}
+	return false
 }
 
 func toValue(name string, tok json.Token, typ string) (edm.Value, error) {

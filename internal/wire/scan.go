@@ -1,0 +1,245 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// errJSON is any syntax error in an entity body.
+var errJSON = errors.New("wire: malformed JSON")
+
+// errNested reports an object or array as a property value.
+var errNested = errors.New("wire: nested JSON value")
+
+// scanObject tokenizes a flat JSON object: string keys, values that are
+// strings, numbers, true, false or null. It calls fn for each member in
+// order; a string value is a string, a number a json.Number, true/false a
+// bool, null nil — the same tokens encoding/json's Decoder.Token gives.
+// Objects and arrays as values give errNested. It replaces the Decoder on
+// the insert path: it does one pass with no reflection and allocates only
+// the strings it returns.
+func scanObject(b []byte, fn func(name string, v any) error) error {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return errJSON
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		if skipWS(b, i+1) != len(b) {
+			return errJSON
+		}
+		return nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return errJSON
+		}
+		name, n, err := scanString(b, i)
+		if err != nil {
+			return err
+		}
+		i = skipWS(b, n)
+		if i >= len(b) || b[i] != ':' {
+			return errJSON
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return errJSON
+		}
+		var v any
+		switch c := b[i]; {
+		case c == '"':
+			v, i, err = scanString(b, i)
+			if err != nil {
+				return err
+			}
+		case c == '{' || c == '[':
+			return errNested
+		case c == 't':
+			if !hasLit(b, i, "true") {
+				return errJSON
+			}
+			v, i = true, i+4
+		case c == 'f':
+			if !hasLit(b, i, "false") {
+				return errJSON
+			}
+			v, i = false, i+5
+		case c == 'n':
+			if !hasLit(b, i, "null") {
+				return errJSON
+			}
+			v, i = nil, i+4
+		case c == '-' || (c >= '0' && c <= '9'):
+			end, ok := scanNumber(b, i)
+			if !ok {
+				return errJSON
+			}
+			v, i = json.Number(b[i:end]), end
+		default:
+			return errJSON
+		}
+		if err := fn(name, v); err != nil {
+			return err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return errJSON
+		}
+		if b[i] == '}' {
+			if skipWS(b, i+1) != len(b) {
+				return errJSON
+			}
+			return nil
+		}
+		if b[i] != ',' {
+			return errJSON
+		}
+		i = skipWS(b, i+1)
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func hasLit(b []byte, i int, lit string) bool {
+	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
+}
+
+// scanNumber returns the end of the JSON number starting at i.
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return i, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return i, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return i, false
+		}
+	}
+	return i, true
+}
+
+// scanString decodes the JSON string starting at b[i] == '"' and returns
+// it and the index after its closing quote. Invalid UTF-8 and unpaired
+// surrogate escapes become U+FFFD, as encoding/json does.
+func scanString(b []byte, i int) (string, int, error) {
+	i++
+	start := i
+	// Fast path: no escapes, valid ASCII or UTF-8 (the body was checked).
+	for i < len(b) {
+		c := b[i]
+		if c == '"' {
+			return string(b[start:i]), i + 1, nil
+		}
+		if c == '\\' {
+			break
+		}
+		if c < 0x20 {
+			return "", 0, errJSON
+		}
+		i++
+	}
+	out := make([]byte, 0, i-start+16)
+	out = append(out, b[start:i]...)
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return string(out), i + 1, nil
+		case c < 0x20:
+			return "", 0, errJSON
+		case c != '\\':
+			out = append(out, c)
+			i++
+			continue
+		}
+		if i+1 >= len(b) {
+			return "", 0, errJSON
+		}
+		switch e := b[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+			i += 2
+		case 'b':
+			out, i = append(out, '\b'), i+2
+		case 'f':
+			out, i = append(out, '\f'), i+2
+		case 'n':
+			out, i = append(out, '\n'), i+2
+		case 'r':
+			out, i = append(out, '\r'), i+2
+		case 't':
+			out, i = append(out, '\t'), i+2
+		case 'u':
+			r, ok := hex4(b, i+2)
+			if !ok {
+				return "", 0, errJSON
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+					if x, ok := hex4(b, i+2); ok {
+						r2 = x
+					}
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			return "", 0, errJSON
+		}
+	}
+	return "", 0, errJSON
+}
+
+func hex4(b []byte, i int) (rune, bool) {
+	if i+4 > len(b) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[i:i+4]), 16, 32)
+	if err != nil {
+		return 0, false
+	}
+	return rune(v), true
+}

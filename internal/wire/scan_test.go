@@ -1,0 +1,92 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+	"unicode/utf8"
+)
+
+// referenceScan tokenizes a flat object with encoding/json's Decoder, the
+// tokenizer scanObject replaced; it is the oracle of FuzzScanObject.
+func referenceScan(b []byte) ([]string, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	tok, err := d.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, errJSON
+	}
+	var out []string
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil, errJSON
+		}
+		name, ok := k.(string)
+		if !ok {
+			return nil, errJSON
+		}
+		v, err := d.Token()
+		if err != nil {
+			return nil, errJSON
+		}
+		if _, ok := v.(json.Delim); ok {
+			return nil, errNested
+		}
+		out = append(out, fmt.Sprintf("%q=%T:%v", name, v, v))
+	}
+	if tok, err := d.Token(); err != nil || tok != json.Delim('}') {
+		return nil, errJSON
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errJSON
+	}
+	return out, nil
+}
+
+func scanAll(b []byte) ([]string, error) {
+	var out []string
+	err := scanObject(b, func(name string, v any) error {
+		out = append(out, fmt.Sprintf("%q=%T:%v", name, v, v))
+		return nil
+	})
+	return out, err
+}
+
+func TestScanObject(t *testing.T) {
+	for _, in := range []string{
+		`{}`, ` { "a" : 1 , "b":"x\ty\u00e9\ud83d\ude00" , "c":true,"d":false,"e":null,"f":-0.5e+3}  `,
+		`{"a":"\ud800"}`, `{"a":1,}`, `{"a"}`, `{"a":01}`, `{"a":1.}`, `{"a":[1]}`, `{"a":{}}`, `{"a":tru}`,
+		`{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":1}x`, `[]`, ``, `{"a":"\u12"}`, `{"a":"\/"}`, `{"a":-}`,
+	} {
+		got, gerr := scanAll([]byte(in))
+		want, werr := referenceScan([]byte(in))
+		if (gerr == nil) != (werr == nil) || (gerr == nil && fmt.Sprint(got) != fmt.Sprint(want)) {
+			t.Errorf("%s: scan = %v, %v; reference = %v, %v", in, got, gerr, want, werr)
+		}
+	}
+}
+
+// FuzzScanObject: scanObject accepts exactly what encoding/json accepts as
+// a flat object, with the same members, for every valid UTF-8 input (the
+// decoder rejects invalid UTF-8 before scanning).
+func FuzzScanObject(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":"\u00e9","c":[1]}`, `{"x":-1.5E-7,"y":null}`, `{"\ud83d\ude00":"\ud800x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		got, gerr := scanAll(b)
+		want, werr := referenceScan(b)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("%q: scan err %v, reference err %v", b, gerr, werr)
+		}
+		if gerr == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q:\n scan %v\n  ref %v", b, got, want)
+		}
+	})
+}
