@@ -69,22 +69,34 @@ func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, filter 
 		return false, err
 	}
 	defer it.Close()
+	var v view
+	get := v.get
 	for ok := it.First(); ok; ok = it.Next() {
-		pk, rk, err := decodeEntityKey(it.Key())
-		if err != nil {
-			return false, err
-		}
 		if *matched >= top || info.Examined >= s.opts.MaxExamined ||
 			(info.Examined&255 == 255 && (time.Now().After(deadline) || ctx.Err() != nil)) {
+			pk, rk, err := decodeEntityKey(it.Key())
+			if err != nil {
+				return false, err
+			}
 			info.Next = &partita.Key{PartitionKey: pk, RowKey: rk}
 			return true, nil
 		}
 		info.Examined++
+		if filter != nil {
+			v.reset(it.Key(), it.Value())
+			if !odata.Eval(filter, get) && !v.bad {
+				continue
+			}
+		}
+		pk, rk, err := decodeEntityKey(it.Key())
+		if err != nil {
+			return false, err
+		}
 		e.PartitionKey, e.RowKey = pk, rk
 		if err := decodeEntity(it.Value(), e); err != nil {
 			return false, err
 		}
-		if filter != nil && !odata.Eval(filter, e.Get) {
+		if filter != nil && v.bad && !odata.Eval(filter, e.Get) {
 			continue
 		}
 		*matched++
