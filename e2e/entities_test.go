@@ -307,3 +307,59 @@ func rawDo(t *testing.T, s *Server, method, path, body string, hdr map[string]st
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(b)
 }
+
+// TestHeterogeneousEntities: the design guide's pattern of several entity
+// types in one partition, told apart by a type property or a RowKey
+// prefix, updated together in one transaction.
+func TestHeterogeneousEntities(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	type employee struct {
+		aztables.Entity
+		EntityType, FirstName, LastName string
+		Age                             int32
+	}
+	type department struct {
+		aztables.Entity
+		EntityType, DepartmentName string
+		EmployeeCount              int32
+	}
+	acts := []aztables.TransactionAction{
+		{ActionType: aztables.TransactionTypeAdd, Entity: mustJSON(t, department{Entity: aztables.Entity{PartitionKey: "Sales", RowKey: "Department"}, EntityType: "Department", DepartmentName: "Sales", EmployeeCount: 2})},
+		{ActionType: aztables.TransactionTypeAdd, Entity: mustJSON(t, employee{Entity: aztables.Entity{PartitionKey: "Sales", RowKey: "Employee_000001"}, EntityType: "Employee", FirstName: "Ken", LastName: "Kwok", Age: 23})},
+		{ActionType: aztables.TransactionTypeAdd, Entity: mustJSON(t, employee{Entity: aztables.Entity{PartitionKey: "Sales", RowKey: "Employee_000002"}, EntityType: "Employee", FirstName: "Ann", LastName: "Lee", Age: 41})},
+	}
+	if _, err := c.SubmitTransaction(ctx, acts, nil); err != nil {
+		t.Fatal(err)
+	}
+	// By type property.
+	rows, _ := listAll(t, c, &aztables.ListEntitiesOptions{Filter: ptr("PartitionKey eq 'Sales' and EntityType eq 'Employee'")})
+	if len(rows) != 2 || rows[0].Props["FirstName"] != "Ken" || rows[1].Props["LastName"] != "Lee" {
+		t.Errorf("employees = %v", rows)
+	}
+	// By RowKey prefix: a range query.
+	rows, _ = listAll(t, c, &aztables.ListEntitiesOptions{Filter: ptr("PartitionKey eq 'Sales' and RowKey ge 'Employee_' and RowKey lt 'Employee`'")})
+	if len(rows) != 2 {
+		t.Errorf("employees by prefix = %v", rows)
+	}
+	// Each entity comes back with its own shape.
+	r, err := c.GetEntity(ctx, "Sales", "Department", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d department
+	if err := json.Unmarshal(r.Value, &d); err != nil || d.EmployeeCount != 2 || d.DepartmentName != "Sales" {
+		t.Errorf("department = %+v, %v", d, err)
+	}
+	if _, ok := rawProps(t, r.Value)["FirstName"]; ok {
+		t.Errorf("department has employee properties: %s", r.Value)
+	}
+}
+
+func rawProps(t *testing.T, raw []byte) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
