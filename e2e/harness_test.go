@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,7 +71,7 @@ func StartServer(t testing.TB, data string, flags ...string) *Server {
 		data = t.TempDir()
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, flags...)
-	if E2EStore == "postgres" {
+	if E2EStore == "postgres" && !slices.Contains(flags, "--store") {
 		// One database per data directory, so a restart on the same
 		// directory finds the same data.
 		sum := sha256.Sum256([]byte(data))
