@@ -173,7 +173,9 @@ func TestSASMatrix(t *testing.T) {
 		{"wrong permission", func(o op) string { return sasSpec{table: tbl, perms: lacking(o.letter)}.build(t) }, "b", "403 AuthorizationPermissionMismatch"},
 		{"outside key range", func(op) string { return sasSpec{table: tbl, perms: "raud", spk: "a", epk: "b"}.build(t) }, "d", "403 AuthorizationFailure"},
 		{"wrong table", func(op) string { return sasSpec{table: "othertbl", perms: "raud"}.build(t) }, "b", "403 AuthorizationFailure"},
-		{"wrong protocol", func(op) string { return sasSpec{table: tbl, perms: "raud", protocol: aztables.SASProtocolHTTPS}.build(t) }, "b", "403 AuthorizationProtocolMismatch"},
+		{"wrong protocol", func(op) string {
+			return sasSpec{table: tbl, perms: "raud", protocol: aztables.SASProtocolHTTPS}.build(t)
+		}, "b", "403 AuthorizationProtocolMismatch"},
 		{"wrong IP", func(op) string { return sasSpec{table: tbl, perms: "raud", ip: "10.1.2.3"}.build(t) }, "b", "403 AuthorizationSourceIPMismatch"},
 		{"valid", func(op) string { return sasSpec{table: tbl, perms: "raud", spk: "a", epk: "c"}.build(t) }, "b", "ok"},
 		{"policy", func(op) string { return sasSpec{table: tbl, id: "pol", noExpiry: true}.build(t) }, "b", "ok"},
