@@ -33,6 +33,7 @@ const usage = `partita: Azure Table storage, self-hosted.
 
 Usage:
   partita serve [flags]   start the server (partita serve --help for flags)
+  partita bench [flags]   benchmark a Table endpoint (partita bench --help for flags)
   partita version         print the version
 `
 
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return bench(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "partita", partita.Version)
 		return nil

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	pbench "github.com/partita/partita/internal/bench"
+)
+
+// TestBenchAgainstDoNothingServer runs a tiny bench through `partita bench`
+// against the in-process do-nothing server and checks the op counts.
+func TestBenchAgainstDoNothingServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	srvDone := make(chan error, 1)
+	var srvOut bytes.Buffer
+	go func() { srvDone <- pbench.ServeNull(ctx, "127.0.0.1:0", &srvOut, func(a net.Addr) { addrc <- a }) }()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-srvDone:
+		t.Fatalf("do-nothing server: %v", err)
+	}
+
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"bench",
+		"--endpoint", "http://" + addr.String() + "/devstoreaccount1",
+		"--count", "200", "--concurrency", "4", "--max-ops", "200",
+		"--batch-size", "50", "--warmup", "0", "--duration", "1m",
+		"--entity-size", "100", "--json", "--progress", "none",
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr.String())
+	}
+	var rep pbench.Report
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, stdout.String())
+	}
+	want := map[string]int64{"batch": 4} // 200 entities in batches of 50
+	if len(rep.Results) != len(pbench.AllWorkloads) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(pbench.AllWorkloads))
+	}
+	for i, res := range rep.Results {
+		if res.Workload != pbench.AllWorkloads[i] {
+			t.Errorf("result %d is %s, want %s", i, res.Workload, pbench.AllWorkloads[i])
+		}
+		n, ok := want[res.Workload]
+		if !ok {
+			n = 200
+		}
+		if res.Ops != n || res.Errors != 0 {
+			t.Errorf("%s: %d ops, %d errors (%s); want %d ops, 0 errors", res.Workload, res.Ops, res.Errors, res.FirstError, n)
+		}
+		if res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.P999Ms < res.P99Ms {
+			t.Errorf("%s: latency quantiles %v/%v/%v out of order", res.Workload, res.P50Ms, res.P99Ms, res.P999Ms)
+		}
+	}
+	if r := rep.Results[4]; r.Entities != 200 {
+		t.Errorf("batch wrote %d entities, want 200", r.Entities)
+	}
+
+	// The text report names every workload.
+	stdout.Reset()
+	err = run(ctx, []string{"bench", "--endpoint", "http://" + addr.String() + "/devstoreaccount1",
+		"--workload", "insert,get", "--count", "20", "--max-ops", "20", "--concurrency", "2", "--warmup", "0", "--progress", "plain"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench: %v", err)
+	}
+	for _, w := range []string{"insert", "get", "ops/s", "p99 ms"} {
+		if !strings.Contains(stdout.String(), w) {
+			t.Errorf("text report lacks %q:\n%s", w, stdout.String())
+		}
+	}
+	cancel()
+	if err := <-srvDone; err != nil {
+		t.Errorf("do-nothing server: %v", err)
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	ctx := context.Background()
+	if err := run(ctx, []string{"bench", "--workload", "nope"}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "unknown workload") {
+		t.Errorf("--workload nope: %v", err)
+	}
+	if err := run(ctx, []string{"bench", "--batch-size", "101"}, &stdout, &stderr); err == nil {
+		t.Errorf("--batch-size 101 accepted")
+	}
+	if err := run(ctx, []string{"bench", "--help"}, &stdout, &stderr); err != nil {
+		t.Errorf("--help: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "--do-nothing-server") {
+		t.Errorf("help lacks --do-nothing-server:\n%s", stderr.String())
+	}
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/changeset"
+)
+
+const devKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+func TestSignMatchesAuth(t *testing.T) {
+	c, err := NewClient("http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", devKey, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The worked examples of PROTOCOL §8.2.
+	date := "Tue, 02 Jan 2024 03:04:05 GMT"
+	for path, want := range map[string]string{
+		"/devstoreaccount1/Tables":                                 "vqH9cAkS8xJlO5MTje1QvTgbpxIibsQNqN4+xo6qZpI=",
+		"/devstoreaccount1/mytable(PartitionKey='p1',RowKey='r1')": "e7Fx+YA6DfPeka9HE3z8AhMLlTxt8pNxYe/gSr2CoUA=",
+	} {
+		got := c.sign(date, path)
+		if got != "SharedKeyLite devstoreaccount1:"+want {
+			t.Errorf("%s: %s, want %s", path, got, want)
+		}
+	}
+}
+
+// TestRequestsVerify sends each kind of request the bench makes to a server
+// that verifies the signature with internal/auth and decodes $batch bodies
+// with internal/changeset.
+func TestRequestsVerify(t *testing.T) {
+	keys, err := auth.ParseAccounts("devstoreaccount1:" + devKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var fails []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		rawPath, rawQuery, _ := strings.Cut(r.RequestURI, "?")
+		q, _ := url.ParseQuery(rawQuery)
+		if _, err := keys.Verify(auth.Request{Method: r.Method, Header: r.Header, RawPath: rawPath, Query: q}, "devstoreaccount1", time.Now()); err != nil {
+			fails = append(fails, r.Method+" "+r.RequestURI+": "+err.Error())
+		}
+		if strings.HasSuffix(rawPath, "$batch") {
+			var body bytes.Buffer
+			body.ReadFrom(r.Body)
+			b, err := changeset.Decode(r.Header.Get("Content-Type"), body.Bytes(), 100)
+			if err != nil {
+				fails = append(fails, "batch: "+err.Error())
+			} else if len(b.Requests) != 3 || b.Requests[0].Header.Get("Prefer") != "return-no-content" {
+				fails = append(fails, "batch: unexpected decode")
+			}
+		}
+		serveNull(w, r)
+	}))
+	defer srv.Close()
+	cfg := Defaults
+	cfg.Endpoint = srv.URL + "/devstoreaccount1"
+	cfg.Workloads = AllWorkloads
+	cfg.Count, cfg.BatchSize, cfg.MaxOps, cfg.Concurrency, cfg.Warmup, cfg.Progress = 3, 3, 3, 1, 0, "none"
+	r, err := NewRunner(cfg, &bytes.Buffer{}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range rep.Results {
+		if res.Errors != 0 {
+			t.Errorf("%s: %s", res.Workload, res.FirstError)
+		}
+	}
+	for _, f := range fails {
+		t.Error(f)
+	}
+}
+
+func TestCountEntities(t *testing.T) {
+	for body, want := range map[string]int{
+		`{"odata.metadata":"x","value":[]}`:                                                     0,
+		`{"value":[{"a":1},{"b":"}{\"]"},{"c":{"d":[1,{"e":2}]}}]}`:                             3,
+		`{"odata.metadata":"u#t","value":[{"PartitionKey":"p","RowKey":"r","X":"[{"}], "y": 2}`: 1,
+		`{"value": [{}, {}]}`:        2,
+		`{"odata.error":{"code":1}}`: -1,
+	} {
+		if got := countEntities([]byte(body)); got != want {
+			t.Errorf("%s: %d, want %d", body, got, want)
+		}
+	}
+}
+
+func TestBatchFailure(t *testing.T) {
+	ok := "--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 204 No Content\r\nETag: x\r\n\r\n\r\n--b--\r\n"
+	if f := batchFailure([]byte(ok)); f != "" {
+		t.Errorf("ok batch: %q", f)
+	}
+	bad := "--b\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n\r\n{\"odata.error\":{\"code\":\"EntityAlreadyExists\"}}\r\n--b--\r\n"
+	if f := batchFailure([]byte(bad)); !strings.Contains(f, "409 Conflict") || !strings.Contains(f, "EntityAlreadyExists") {
+		t.Errorf("failed batch: %q", f)
+	}
+}
+
+func TestEntityJSONAndKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	b := appendEntityJSON(nil, []byte("p0001"), []byte("r000000000002"), 1234, 50, rng, `"Merged":true`)
+	s := string(b)
+	for _, want := range []string{`"PartitionKey":"p0001"`, `"RowKey":"r000000000002"`, `"Seq":"1234"`, `"Bucket":234`, `"Merged":true`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("%s lacks %s", s, want)
+		}
+	}
+	if i := strings.Index(s, `"Payload":"`); i < 0 || len(s)-i-len(`"Payload":"`)-2 != 50 {
+		t.Errorf("payload length wrong in %s", s)
+	}
+	if pkString(3) != "p0003" || rkString(42) != "r000000000042" {
+		t.Errorf("keys: %s %s", pkString(3), rkString(42))
+	}
+	if escapeKey("a'b c") != "a''b%20c" {
+		t.Errorf("escapeKey: %s", escapeKey("a'b c"))
+	}
+}

@@ -1,0 +1,122 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The do-nothing server answers every request with a canned response of the
+// right shape, routing by method only (plus one suffix test that tells a
+// point GET from a query and a $batch from an insert). It authenticates,
+// parses and stores nothing: what `partita bench` measures against it is
+// the ceiling of the client and the HTTP stack on this machine.
+
+const nullEntity = `{"odata.etag":"W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\"","PartitionKey":"p0000","RowKey":"r000000000000","Timestamp":"2024-01-02T03:04:05.1234567Z","Seq@odata.type":"Edm.Int64","Seq":"0","Bucket":0,"Payload":"canned"}`
+
+var (
+	nullEntityBody = []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench/@Element",` + nullEntity[1:])
+	nullQueryBody  = []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench","value":[` + nullEntity + `]}`)
+
+	nullBatchBoundary = "batchresponse_00000000-0000-4000-8000-000000000000"
+	nullCSBoundary    = "changesetresponse_00000000-0000-4000-8000-000000000001"
+	nullBatchBody     = []byte("--" + nullBatchBoundary + "\r\nContent-Type: multipart/mixed; boundary=" + nullCSBoundary + "\r\n\r\n" +
+		"--" + nullCSBoundary + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
+		"HTTP/1.1 204 No Content\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nPreference-Applied: return-no-content\r\nDataServiceVersion: 3.0;\r\n" +
+		"ETag: W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\"\r\n\r\n\r\n" +
+		"--" + nullCSBoundary + "--\r\n--" + nullBatchBoundary + "--\r\n")
+
+	hJSON        = []string{"application/json;odata=minimalmetadata;streaming=true;charset=utf-8"}
+	hBatch       = []string{"multipart/mixed; boundary=" + nullBatchBoundary}
+	hNoCache     = []string{"no-cache"}
+	hNosniff     = []string{"nosniff"}
+	hVersion     = []string{apiVersion}
+	hRequestID   = []string{"00000000-0000-4000-8000-000000000000"}
+	hETag        = []string{`W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"`}
+	hZero        = []string{"0"}
+	hEntityLen   = []string{strconv.Itoa(len(nullEntityBody))}
+	hQueryLen    = []string{strconv.Itoa(len(nullQueryBody))}
+	hBatchLen    = []string{strconv.Itoa(len(nullBatchBody))}
+	hNoContentPA = []string{"return-no-content"}
+)
+
+// NullHandler is the do-nothing server's handler.
+func NullHandler() http.Handler { return http.HandlerFunc(serveNull) }
+
+func serveNull(w http.ResponseWriter, r *http.Request) {
+	// Drain the body so the connection stays reusable; nothing is parsed.
+	io.Copy(io.Discard, r.Body)
+	h := w.Header()
+	h["X-Ms-Request-Id"] = hRequestID
+	h["X-Ms-Version"] = hVersion
+	h["X-Content-Type-Options"] = hNosniff
+	h["Cache-Control"] = hNoCache
+	path := r.URL.Path
+	switch r.Method {
+	case http.MethodGet:
+		h["Content-Type"] = hJSON
+		if strings.HasSuffix(path, "')") {
+			h["Content-Length"] = hEntityLen
+			h["Etag"] = hETag
+			w.WriteHeader(http.StatusOK)
+			w.Write(nullEntityBody)
+			return
+		}
+		h["Content-Length"] = hQueryLen
+		w.WriteHeader(http.StatusOK)
+		w.Write(nullQueryBody)
+	case http.MethodPost:
+		if strings.HasSuffix(path, "$batch") {
+			h["Content-Type"] = hBatch
+			h["Content-Length"] = hBatchLen
+			w.WriteHeader(http.StatusAccepted)
+			w.Write(nullBatchBody)
+			return
+		}
+		h["Content-Length"] = hZero
+		h["Etag"] = hETag
+		h["Preference-Applied"] = hNoContentPA
+		w.WriteHeader(http.StatusNoContent)
+	case http.MethodDelete:
+		h["Content-Length"] = hZero
+		w.WriteHeader(http.StatusNoContent)
+	default: // PUT, PATCH, MERGE, OPTIONS, …
+		h["Content-Length"] = hZero
+		h["Etag"] = hETag
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// ServeNull runs the do-nothing server on addr until ctx ends. ready, when
+// not nil, receives the listening address.
+func ServeNull(ctx context.Context, addr string, out io.Writer, ready func(net.Addr)) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           NullHandler(),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	fmt.Fprintf(out, "partita bench: do-nothing server on http://%s (every request answered with a canned response)\n", ln.Addr())
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return nil
+}
