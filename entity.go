@@ -166,11 +166,26 @@ func ValidETagSyntax(s string) bool {
 	return len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' && !strings.Contains(s[1:len(s)-1], `"`)
 }
 
-// utf16Len returns the number of UTF-16 code units of s.
+// utf16Len returns the number of UTF-16 code units of s: one per rune,
+// two for runes beyond the BMP. On valid UTF-8 that is the byte count less
+// the continuation bytes, plus one per 4-byte lead byte; invalid bytes
+// count as one unit each, like the U+FFFD they decode to.
 func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x80:
+		case c&0xC0 == 0x80:
+			n--
+		case c >= 0xF0:
+			n++
+		}
+	}
+	if n < 0 || !utf8.ValidString(s) {
+		n = 0
+		for _, r := range s {
+			n += utf16.RuneLen(r)
+		}
 	}
 	return n
 }

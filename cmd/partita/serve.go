@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"time"
@@ -36,6 +37,8 @@ type Config struct {
 	LogLevel string
 	// ScanBudget is the time one query page may examine entities.
 	ScanBudget time.Duration
+	// PprofAddr, when set, serves net/http/pprof on a separate listener.
+	PprofAddr string
 	// MinFreeMB is the free disk space (MiB) below which Pebble writes get
 	// 503 ServerBusy.
 	MinFreeMB int64
@@ -64,6 +67,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Key, "key", envOr("PARTITA_KEY", ""), "TLS private key file (PEM) (PARTITA_KEY)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (PARTITA_LOG_LEVEL)")
 	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
+	fs.StringVar(&c.PprofAddr, "pprof", envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default (PARTITA_PPROF)")
 	fs.Int64Var(&c.MinFreeMB, "min-free-mb", 128, "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
@@ -139,6 +143,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer store.Close()
 
+	if c.PprofAddr != "" {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		pl, err := net.Listen("tcp", c.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		go http.Serve(pl, mux)
+		log.Info("pprof listening", "addr", pl.Addr().String())
+	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err

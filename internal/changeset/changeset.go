@@ -214,9 +214,29 @@ func Decode(contentType string, body []byte, maxOps int) (*Batch, error) {
 	}
 }
 
+// readInto appends everything r yields to buf, growing it only if needed.
+func readInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
 func decodeChangeset(content []byte, boundary string, maxOps int) ([]Request, error) {
 	mr := multipart.NewReader(bytes.NewReader(content), boundary)
 	var reqs []Request
+	// Every part's bytes are a piece of content, so one arena of that size
+	// holds them all without regrowing; requests keep slices of it.
+	arena := make([]byte, 0, len(content))
 	for i := 0; ; i++ {
 		part, err := mr.NextRawPart()
 		if err == io.EOF {
@@ -236,11 +256,12 @@ func decodeChangeset(content []byte, boundary string, maxOps int) ([]Request, er
 		if err := checkTransferEncoding(part.Header); err != nil {
 			return nil, err
 		}
-		data, err := io.ReadAll(part)
+		start := len(arena)
+		arena, err = readInto(arena, part)
 		if err != nil {
 			return nil, invalid(-1, "changeset part: %v", err)
 		}
-		req, err := parseRequest(data, i)
+		req, err := parseRequest(arena[start:len(arena):len(arena)], i)
 		if err != nil {
 			return nil, err
 		}

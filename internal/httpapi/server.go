@@ -244,7 +244,23 @@ func negotiate(r *http.Request, q url.Values) (wire.Metadata, error) {
 	return wire.MinimalMetadata, nil
 }
 
-// readBody reads at most limit bytes of the request body.
+// readBody reads at most limit bytes of the request body, into a buffer
+// sized from Content-Length when the client sent one.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf := make([]byte, n, n+1)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		// Anything beyond Content-Length is an error the reader reports.
+		if m, err := body.Read(buf[n : n+1]); m > 0 || (err != nil && err != io.EOF) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
 }

@@ -1,9 +1,11 @@
 package tablestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/internal/kv"
@@ -90,9 +92,13 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 		if err != nil {
 			return &partita.BatchError{Index: 0, Err: err}
 		}
+		cur, err := readMany(tx, t.id, ops)
+		if err != nil {
+			return err
+		}
 		for i, op := range ops {
 			var err error
-			results[i], err = s.apply(tx, t.id, op, buf)
+			results[i], err = s.applyKnown(tx, t.id, op, buf, cur[i], true)
 			if err != nil {
 				return &partita.BatchError{Index: i, Err: err}
 			}
@@ -108,13 +114,53 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 // apply performs one write inside tx. It checks existence and the ETag
 // precondition, merges when asked, and assigns the new Timestamp.
 func (s *Store) apply(tx kv.Txn, id uint64, op partita.Op, buf []byte) (partita.Result, error) {
+	return s.applyKnown(tx, id, op, buf, nil, false)
+}
+
+// readMany reads the current values of the batch's entities with one
+// iterator and ascending seeks, which costs far less than a Get per key
+// when the keys are new (a Get of an absent key probes every level). The
+// keys are distinct, so no operation of the batch changes another's
+// current value. A nil value means absent.
+func readMany(tx kv.Txn, id uint64, ops []partita.Op) ([][]byte, error) {
+	keys := make([][]byte, len(ops))
+	order := make([]int, len(ops))
+	for i, op := range ops {
+		keys[i] = entityKey(nil, id, op.Entity.PartitionKey, op.Entity.RowKey)
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool { return bytes.Compare(keys[order[a]], keys[order[b]]) < 0 })
+	lo := keys[order[0]]
+	hi := append(bytes.Clone(keys[order[len(order)-1]]), 0)
+	it, err := tx.NewIter(kv.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	vals := make([][]byte, len(ops))
+	for _, i := range order {
+		if it.SeekGE(keys[i]) && bytes.Equal(it.Key(), keys[i]) {
+			vals[i] = bytes.Clone(it.Value())
+		}
+	}
+	return vals, it.Error()
+}
+
+// applyKnown is apply; when known is set, cur holds the entity's current
+// encoded value (nil when absent) and the store is not read again.
+func (s *Store) applyKnown(tx kv.Txn, id uint64, op partita.Op, buf []byte, curVal []byte, known bool) (partita.Result, error) {
 	e := op.Entity
 	key := entityKey(buf[:0], id, e.PartitionKey, e.RowKey)
 
 	needRead := op.Kind != partita.OpInsertOrReplace
 	var cur *partita.Entity
 	if needRead {
-		v, err := tx.Get(key)
+		v, err := curVal, error(nil)
+		if !known {
+			v, err = tx.Get(key)
+		} else if v == nil {
+			err = kv.ErrNotFound
+		}
 		switch {
 		case errors.Is(err, kv.ErrNotFound):
 		case err != nil:
