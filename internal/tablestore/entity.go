@@ -48,9 +48,12 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	l := s.tableLock(account, tableName)
 	l.RLock()
 	defer l.RUnlock()
-	mu := s.stripe(account, tableName, op.Entity.PartitionKey)
-	mu.Lock()
-	defer mu.Unlock()
+	pl := s.partLock(account, tableName, op.Entity.PartitionKey)
+	pl.RLock()
+	defer pl.RUnlock()
+	kl := s.keyLock(account, tableName, op.Entity.PartitionKey, op.Entity.RowKey)
+	kl.Lock()
+	defer kl.Unlock()
 	var res partita.Result
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
@@ -82,9 +85,9 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	l := s.tableLock(account, tableName)
 	l.RLock()
 	defer l.RUnlock()
-	mu := s.stripe(account, tableName, ops[0].Entity.PartitionKey)
-	mu.Lock()
-	defer mu.Unlock()
+	pl := s.partLock(account, tableName, ops[0].Entity.PartitionKey)
+	pl.Lock()
+	defer pl.Unlock()
 	results := make([]partita.Result, len(ops))
 	var buf []byte
 	err := s.db.Update(ctx, func(tx kv.Txn) error {

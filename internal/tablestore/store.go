@@ -56,7 +56,12 @@ type Store struct {
 
 	lastTick atomic.Int64 // the last Timestamp handed out
 	seed     maphash.Seed
-	stripes  [256]sync.Mutex // partition locks, by hash of (table id, PK)
+	// Write locks. A single-entity write holds its partition's lock shared
+	// and its key's lock exclusively, so writes of different entities run
+	// (and sync) together even in one partition; a batch holds its
+	// partition's lock exclusively. Both are striped by hash.
+	partLocks [256]sync.RWMutex
+	keyLocks  [1024]sync.Mutex
 }
 
 var _ partita.Store = (*Store)(nil)
@@ -370,8 +375,21 @@ func (s *Store) QueryTables(ctx context.Context, account string, q partita.Table
 	return page, err
 }
 
-// stripe returns the lock of a partition.
-func (s *Store) stripe(account, table, pk string) *sync.Mutex {
+// partLock returns the lock of a partition.
+func (s *Store) partLock(account, table, pk string) *sync.RWMutex {
+	h := s.partHash(account, table, pk)
+	return &s.partLocks[h.Sum64()%uint64(len(s.partLocks))]
+}
+
+// keyLock returns the lock of one entity.
+func (s *Store) keyLock(account, table, pk, rk string) *sync.Mutex {
+	h := s.partHash(account, table, pk)
+	h.WriteByte(0)
+	h.WriteString(rk)
+	return &s.keyLocks[h.Sum64()%uint64(len(s.keyLocks))]
+}
+
+func (s *Store) partHash(account, table, pk string) *maphash.Hash {
 	var h maphash.Hash
 	h.SetSeed(s.seed)
 	h.WriteString(account)
@@ -385,5 +403,5 @@ func (s *Store) stripe(account, table, pk string) *sync.Mutex {
 	}
 	h.WriteByte(0)
 	h.WriteString(pk)
-	return &s.stripes[h.Sum64()%uint64(len(s.stripes))]
+	return &h
 }
