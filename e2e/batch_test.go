@@ -254,28 +254,8 @@ func TestBatchSerializable(t *testing.T) {
 			}
 		}
 	}
-	state := map[int]int{}
-	var visit func(n int) bool
-	visit = func(n int) bool {
-		switch state[n] {
-		case 1:
-			return false
-		case 2:
-			return true
-		}
-		state[n] = 1
-		for _, m := range edges[n] {
-			if !visit(m) {
-				return false
-			}
-		}
-		state[n] = 2
-		return true
-	}
-	for _, b := range done {
-		if !visit(b.id) {
-			t.Fatalf("batches are not serializable: cycle through batch %d", b.id)
-		}
+	if cyc := findCycle(edges); cyc != 0 {
+		t.Fatalf("batches are not serializable: cycle through batch %d", cyc)
 	}
 	if len(done) != clients*perClient {
 		t.Fatalf("%d batches done, want %d", len(done), clients*perClient)

@@ -45,42 +45,12 @@ func TestScaleOut_NoLostUpdates(t *testing.T) {
 	_, err := serviceClient(t, fe[0]).NewClient(table).AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "c", "RowKey": "c"}), nil)
 	wantErr(t, err, 409, "EntityAlreadyExists")
 
-	var ok, conflicts atomic.Int64
-	var wg sync.WaitGroup
+	var clients []*aztables.Client
 	for w := 0; w < 8; w++ {
-		c := serviceClient(t, fe[w%2]).NewClient(table)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 25; i++ {
-				r, err := c.GetEntity(ctx, "c", "c", nil)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				var e aztables.EDMEntity
-				e.UnmarshalJSON(r.Value)
-				n := e.Properties["N"].(int32)
-				_, err = c.UpdateEntity(ctx, mustJSONb(map[string]any{"PartitionKey": "c", "RowKey": "c", "N": n + 1}), &aztables.UpdateEntityOptions{IfMatch: &r.ETag, UpdateMode: aztables.UpdateModeReplace})
-				var re *azcore.ResponseError
-				switch {
-				case err == nil:
-					ok.Add(1)
-				case errors.As(err, &re) && re.StatusCode == 412:
-					conflicts.Add(1)
-				default:
-					t.Error(err)
-					return
-				}
-			}
-		}()
+		clients = append(clients, serviceClient(t, fe[w%2]).NewClient(table))
 	}
-	wg.Wait()
-	m, _ := getMap(t, c1, "c", "c")
-	if int64(m["N"].(float64)) != ok.Load() {
-		t.Fatalf("counter = %v, successful writes = %d (conflicts %d)", m["N"], ok.Load(), conflicts.Load())
-	}
-	t.Logf("%d successful writes, %d conflicts across two front ends", ok.Load(), conflicts.Load())
+	ok, conflicts := hammerCounter(t, clients, 25)
+	t.Logf("%d successful writes, %d conflicts across two front ends", ok, conflicts)
 
 	// Delete Table through one front end is visible through the other.
 	if _, err := serviceClient(t, fe[0]).DeleteTable(ctx, table, nil); err != nil {

@@ -104,14 +104,19 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		resps[i] = s.batchSuccess(rc, &ops[i])
 	}
 	bb, cb := changeset.NewBoundaries()
-	out := changeset.AppendResponse(nil, bb, cb, resps)
+	writeBatchResponse(w, bb, changeset.AppendResponse(nil, bb, cb, resps))
+	return nil
+}
+
+// writeBatchResponse sends a multipart batch response body: always 202,
+// whatever the operations' outcomes.
+func writeBatchResponse(w http.ResponseWriter, boundary string, body []byte) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", changeset.ContentType(bb))
-	h.Set("Content-Length", strconv.Itoa(len(out)))
+	h.Set("Content-Type", changeset.ContentType(boundary))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusAccepted)
-	w.Write(out)
-	return nil
+	w.Write(body)
 }
 
 // batchSuccess builds the sub-response of a successful operation.
@@ -168,14 +173,8 @@ func (s *Server) writeBatchFailure(w http.ResponseWriter, rc *reqCtx, index, nop
 		Body: body,
 	}
 	bb, cb := changeset.NewBoundaries()
-	out := changeset.AppendResponse(nil, bb, cb, []changeset.Response{resp})
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", changeset.ContentType(bb))
-	h.Set("Content-Length", strconv.Itoa(len(out)))
-	h.Set("x-ms-error-code", string(code))
-	w.WriteHeader(http.StatusAccepted)
-	w.Write(out)
+	w.Header().Set("x-ms-error-code", string(code))
+	writeBatchResponse(w, bb, changeset.AppendResponse(nil, bb, cb, []changeset.Response{resp}))
 }
 
 // subTarget splits a sub-request target into host, raw path and query.
@@ -248,18 +247,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 			return o, err
 		}
 		e.PartitionKey, e.RowKey = res.key.PartitionKey, res.key.RowKey
-		merge := method != http.MethodPut
-		o.op = partita.Op{Entity: e, If: cond}
-		switch {
-		case merge && cond.Kind == partita.Unconditional:
-			o.op.Kind = partita.OpInsertOrMerge
-		case merge:
-			o.op.Kind = partita.OpMerge
-		case cond.Kind == partita.Unconditional:
-			o.op.Kind = partita.OpInsertOrReplace
-		default:
-			o.op.Kind = partita.OpReplace
-		}
+		o.op = partita.Op{Kind: writeKind(method != http.MethodPut, cond), Entity: e, If: cond}
 	case res.kind == resEntity && method == http.MethodDelete:
 		if cond.Kind == partita.Unconditional {
 			cond.Kind = partita.IfExists
@@ -319,12 +307,6 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	}
 	resp.ContentID = sr.ContentID
 	bb, _ := changeset.NewBoundaries()
-	out := changeset.AppendRetrieveResponse(nil, bb, resp)
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", changeset.ContentType(bb))
-	h.Set("Content-Length", strconv.Itoa(len(out)))
-	w.WriteHeader(http.StatusAccepted)
-	w.Write(out)
+	writeBatchResponse(w, bb, changeset.AppendRetrieveResponse(nil, bb, resp))
 	return nil
 }

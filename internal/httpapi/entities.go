@@ -33,6 +33,20 @@ func parseIfMatch(r *http.Request) (partita.Condition, error) {
 	return partita.Condition{Kind: partita.IfETag, Ticks: ticks}, nil
 }
 
+// writeKind is the operation a PUT (replace) or MERGE/PATCH (merge)
+// performs: without If-Match it is an upsert (PROTOCOL §4.2).
+func writeKind(merge bool, cond partita.Condition) partita.OpKind {
+	switch {
+	case merge && cond.Kind == partita.Unconditional:
+		return partita.OpInsertOrMerge
+	case merge:
+		return partita.OpMerge
+	case cond.Kind == partita.Unconditional:
+		return partita.OpInsertOrReplace
+	}
+	return partita.OpReplace
+}
+
 func (s *Server) entityOptions(rc *reqCtx, table string) *wire.EntityOptions {
 	return &wire.EntityOptions{Metadata: rc.meta, Base: rc.base, Account: rc.account, Table: table}
 }
@@ -92,19 +106,8 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	}
 	// The URL's keys win over the body's (PROTOCOL §3.2).
 	e.PartitionKey, e.RowKey = key.PartitionKey, key.RowKey
-	op := partita.Op{Entity: e, If: cond}
-	switch {
-	case merge && cond.Kind == partita.Unconditional:
-		op.Kind = partita.OpInsertOrMerge
-		rc.op = "InsertOrMergeEntity"
-	case merge:
-		op.Kind = partita.OpMerge
-	case cond.Kind == partita.Unconditional:
-		op.Kind = partita.OpInsertOrReplace
-		rc.op = "InsertOrReplaceEntity"
-	default:
-		op.Kind = partita.OpReplace
-	}
+	op := partita.Op{Kind: writeKind(merge, cond), Entity: e, If: cond}
+	rc.op = op.Kind.String()
 	if err := rc.authorize(operationOf(op.Kind), table); err != nil {
 		return err
 	}
