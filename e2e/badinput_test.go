@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -123,5 +124,53 @@ func TestShutdownRefusesNewWork(t *testing.T) {
 	s.Stop(t)
 	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err == nil {
 		t.Fatal("request after shutdown succeeded")
+	}
+}
+
+// TestSlowClients: a client that never finishes its headers, and an idle
+// keep-alive connection, are both disconnected by the server; others are
+// served meanwhile.
+func TestSlowClients(t *testing.T) {
+	s := StartServer(t, "", "--read-header-timeout", "300ms", "--idle-timeout", "300ms")
+	addr := strings.TrimPrefix(s.URL, "http://")
+	closedWithin := func(conn net.Conn, d time.Duration) bool {
+		conn.SetReadDeadline(time.Now().Add(d))
+		buf := make([]byte, 4096)
+		for {
+			if _, err := conn.Read(buf); err != nil {
+				var ne net.Error
+				return !(errors.As(err, &ne) && ne.Timeout())
+			}
+		}
+	}
+	// Half a request line and one header, then silence.
+	slow, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	fmt.Fprintf(slow, "GET /%s/Tables HTTP/1.1\r\nHost: x\r\n", devAccount)
+	// Meanwhile a normal client is served.
+	c := newTable(t, serviceClient(t, s))
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(slow, 5*time.Second) {
+		t.Error("a client that never finished its headers was not disconnected")
+	}
+	// An idle keep-alive connection is closed after the idle timeout.
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	fmt.Fprintf(idle, "GET /%s/Tables HTTP/1.1\r\nHost: x\r\n\r\n", devAccount)
+	r := bufio.NewReader(idle)
+	if line, _ := r.ReadString('\n'); !strings.Contains(line, "403") {
+		t.Fatalf("unsigned request: %q", line)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !closedWithin(idle, 5*time.Second) {
+		t.Error("an idle keep-alive connection was not closed")
 	}
 }

@@ -42,6 +42,8 @@ type Config struct {
 	// MinFreeMB is the free disk space (MiB) below which Pebble writes get
 	// 503 ServerBusy.
 	MinFreeMB int64
+	// ReadHeaderTimeout and IdleTimeout bound slow and idle clients.
+	ReadHeaderTimeout, IdleTimeout time.Duration
 	// MaxInFlight and QueueWait bound concurrent requests (overload → 503).
 	MaxInFlight int
 	QueueWait   time.Duration
@@ -69,6 +71,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
 	fs.StringVar(&c.PprofAddr, "pprof", envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default (PARTITA_PPROF)")
 	fs.Int64Var(&c.MinFreeMB, "min-free-mb", 128, "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 30*time.Second, "a client must send a request's headers within this time, or its connection is closed")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
 	fs.Usage = func() {
@@ -164,8 +168,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait}),
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
