@@ -50,6 +50,13 @@ type Reader interface {
 	NewIter(o IterOptions) (Iterator, error)
 }
 
+// MultiGetter is implemented by readers that can read several keys in one
+// round trip (a database engine). vals[i] is nil when keys[i] is absent.
+// Callers fall back to Get when a reader does not implement it.
+type MultiGetter interface {
+	GetMany(keys [][]byte) (vals [][]byte, err error)
+}
+
 // Txn is a read-write transaction.
 type Txn interface {
 	Reader

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/internal/kv"
@@ -18,9 +19,19 @@ func (s *Store) GetEntity(ctx context.Context, account, tableName string, key pa
 	defer l.RUnlock()
 	var e *partita.Entity
 	err := s.db.View(ctx, func(r kv.Reader) error {
+		if v, ok, err := s.sharedPointRead(r, account, tableName, key); ok || err != nil {
+			if err == nil {
+				e = &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
+				err = decodeEntity(v, e)
+			}
+			return err
+		}
 		t, err := s.table(r, account, tableName)
 		if err != nil {
 			return err
+		}
+		if s.opts.Shared {
+			s.hints.Store(catalogName(account, tableName), t.id)
 		}
 		v, err := r.Get(entityKey(nil, t.id, key.PartitionKey, key.RowKey))
 		if errors.Is(err, kv.ErrNotFound) {
@@ -36,6 +47,39 @@ func (s *Store) GetEntity(ctx context.Context, account, tableName string, key pa
 		return nil, err
 	}
 	return e, nil
+}
+
+// sharedPointRead answers a point read on a shared store in one round
+// trip: the table's catalog record and the entity under the table id last
+// seen are read together, and the answer stands when the record still names
+// that id (a re-created table has a new one). ok is false when the caller
+// must fall back to the two-step read.
+func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key partita.Key) (val []byte, ok bool, err error) {
+	mg, isMulti := r.(kv.MultiGetter)
+	if !s.opts.Shared || !isMulti {
+		return nil, false, nil
+	}
+	hint, found := s.hints.Load(catalogName(account, tableName))
+	if !found {
+		return nil, false, nil
+	}
+	id := hint.(uint64)
+	ck := catalogKey(account, strings.ToLower(tableName))
+	vals, err := mg.GetMany([][]byte{ck, entityKey(nil, id, key.PartitionKey, key.RowKey)})
+	if err != nil {
+		return nil, false, err
+	}
+	if vals[0] == nil {
+		return nil, false, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
+	}
+	t, err := decodeCatalogEntry(ck, vals[0])
+	if err != nil || t.id != id || t.state != stateActive {
+		return nil, false, err // fall back: the table changed
+	}
+	if vals[1] == nil {
+		return nil, false, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+	}
+	return vals[1], true, nil
 }
 
 // Write implements partita.Store.

@@ -52,6 +52,7 @@ type Store struct {
 	createMu sync.Mutex // serializes this process's catalog changes
 	locks    sync.Map   // catalog name → *sync.RWMutex: shared by entity ops, exclusive by DeleteTable
 	cache    sync.Map   // catalog name → *tableRecord (only when !Shared)
+	hints    sync.Map   // catalog name → last table id seen (Shared): lets a point read be one round trip
 	purging  sync.WaitGroup
 
 	lastTick atomic.Int64 // the last Timestamp handed out

@@ -313,3 +313,59 @@ func TestStore_ETagStrictlyIncreases(t *testing.T) {
 		last = r.Timestamp
 	}
 }
+
+// TestStore_PointReadAfterRecreate: point reads (one round trip on a
+// shared store, keyed by the table id last seen) never return an entity of
+// a dropped table after the name is re-created.
+func TestStore_PointReadAfterRecreate(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := mustOpen(t, open)
+		put := func(rk string, n int32) {
+			e := &partita.Entity{PartitionKey: "p", RowKey: rk, Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(n)}}}
+			if _, err := s.Write(ctx, "acct", "again", partita.Op{Kind: partita.OpInsertOrReplace, Entity: e}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		get := func(rk string) (int32, partita.Code) {
+			e, err := s.GetEntity(ctx, "acct", "again", partita.Key{PartitionKey: "p", RowKey: rk})
+			if err != nil {
+				return 0, partita.ErrorCode(err)
+			}
+			v, _ := e.Get("N")
+			return int32(v.Int), ""
+		}
+		if _, err := s.CreateTable(ctx, "acct", "again"); err != nil {
+			t.Fatal(err)
+		}
+		put("shared", 1)
+		put("old", 1)
+		for i := 0; i < 2; i++ { // the second read takes the one-round-trip path
+			if n, code := get("shared"); n != 1 || code != "" {
+				t.Fatalf("before drop: %d %s", n, code)
+			}
+		}
+		if err := s.DeleteTable(ctx, "acct", "again"); err != nil {
+			t.Fatal(err)
+		}
+		if _, code := get("shared"); code != partita.CodeTableNotFound {
+			t.Fatalf("after drop: %s, want TableNotFound", code)
+		}
+		for i := 0; ; i++ {
+			if _, err := s.CreateTable(ctx, "acct", "again"); err == nil {
+				break
+			} else if partita.ErrorCode(err) != partita.CodeTableBeingDeleted || i > 500 {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		put("shared", 2)
+		for i := 0; i < 2; i++ {
+			if n, code := get("shared"); n != 2 || code != "" {
+				t.Fatalf("after re-create: %d %s, want the new entity", n, code)
+			}
+			if _, code := get("old"); code != partita.CodeResourceNotFound {
+				t.Fatalf("entity of the dropped table: %s, want ResourceNotFound", code)
+			}
+		}
+	})
+}

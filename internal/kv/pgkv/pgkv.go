@@ -274,6 +274,33 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
+// GetMany reads several keys with one statement.
+func (r *reader) GetMany(keys [][]byte) ([][]byte, error) {
+	rows, err := r.q.Query(r.ctx, `SELECT k, v FROM partita_kv WHERE k = ANY($1)`, keys)
+	if err != nil {
+		return nil, fmt.Errorf("pgkv: get many: %w", classify(err))
+	}
+	defer rows.Close()
+	found := make(map[string][]byte, len(keys))
+	for rows.Next() {
+		var k, v []byte
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("pgkv: get many: %w", classify(err))
+		}
+		found[string(k)] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgkv: get many: %w", classify(err))
+	}
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = found[string(k)]
+	}
+	return out, nil
+}
+
+var _ kv.MultiGetter = (*reader)(nil)
+
 func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
 	return &iter{r: r, lower: o.LowerBound, upper: o.UpperBound, pos: -1}, nil
 }
