@@ -99,6 +99,48 @@ func Run(t *testing.T, open func(t *testing.T) kv.DB) {
 			t.Fatalf("seek scan = %q", got)
 		}
 	})
+	t.Run("SeekAfterPositioning", func(t *testing.T) {
+		db := open(t)
+		defer db.Close()
+		mustUpdate(t, db, func(tx kv.Txn) error {
+			for i := 0; i < 1200; i++ { // more than one chunk of a chunked engine
+				tx.Set([]byte(fmt.Sprintf("k%05d", i*2)), []byte("v"))
+			}
+			return nil
+		})
+		err := db.View(context.Background(), func(r kv.Reader) error {
+			it, err := r.NewIter(kv.IterOptions{LowerBound: []byte("k00100"), UpperBound: []byte("k02000")})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			for _, step := range []struct{ seek, want string }{
+				{"", "k00100"}, {"k00101", "k00102"}, {"k00500", "k00500"}, {"k00001", "k00100"},
+				{"k01777", "k01778"}, {"k01500", "k01500"}, {"k01999", ""}, {"k00300", "k00300"},
+			} {
+				var ok bool
+				if step.seek == "" {
+					ok = it.First()
+				} else {
+					ok = it.SeekGE([]byte(step.seek))
+				}
+				got := ""
+				if ok {
+					got = string(it.Key())
+				}
+				if got != step.want {
+					return fmt.Errorf("seek %q: got %q, want %q", step.seek, got, step.want)
+				}
+			}
+			if !it.Next() || string(it.Key()) != "k00302" {
+				return fmt.Errorf("Next after seek: %q", it.Key())
+			}
+			return it.Error()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("DeleteRange", func(t *testing.T) {
 		db := open(t)
 		defer db.Close()

@@ -317,6 +317,10 @@ type iter struct {
 	pos          int
 	done         bool // the last chunk was short: nothing after it
 	err          error
+	// from is where the loaded chunk starts (inclusive): the chunk holds
+	// every row in [from, last loaded key], or in [from, upper) when done.
+	from   []byte
+	loaded bool
 }
 
 func (it *iter) load(from []byte, inclusive bool) bool {
@@ -358,6 +362,8 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 	}
 	it.done = len(it.keys) < iterChunk
 	it.pos = 0
+	it.from = bytes.Clone(from)
+	it.loaded = inclusive || from == nil
 	return len(it.keys) > 0
 }
 
@@ -374,6 +380,13 @@ func (it *iter) SeekGE(key []byte) bool {
 	}
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
+	}
+	// A seek inside the chunk already loaded needs no query: ascending
+	// seeks over a batch's keys cost one range read, not one per key.
+	if it.loaded && (it.from == nil || bytes.Compare(key, it.from) >= 0) &&
+		(it.done || (len(it.keys) > 0 && bytes.Compare(key, it.keys[len(it.keys)-1]) <= 0)) {
+		it.pos = sort.Search(len(it.keys), func(i int) bool { return bytes.Compare(it.keys[i], key) >= 0 })
+		return it.pos < len(it.keys)
 	}
 	return it.load(key, true)
 }
