@@ -104,7 +104,14 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 		if err != nil {
 			return err
 		}
-		res, err = s.apply(tx, t.id, op, nil)
+		key := entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
+		var cur []byte
+		if s.needsCurrent(op.Kind) {
+			if cur, err = tx.Get(key); err != nil && !errors.Is(err, kv.ErrNotFound) {
+				return fmt.Errorf("read entity: %w", err)
+			}
+		}
+		res, err = s.apply(tx, key, op, cur)
 		return err
 	})
 	if err != nil {
@@ -133,19 +140,22 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	pl.Lock()
 	defer pl.Unlock()
 	results := make([]partita.Result, len(ops))
-	var buf []byte
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
 			return &partita.BatchError{Index: 0, Err: err}
 		}
-		cur, err := readMany(tx, t.id, ops)
+		keys := make([][]byte, len(ops))
+		for i, op := range ops {
+			keys[i] = entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
+		}
+		cur, err := readMany(tx, keys)
 		if err != nil {
 			return err
 		}
 		for i, op := range ops {
 			var err error
-			results[i], err = s.applyKnown(tx, t.id, op, buf, cur[i], true)
+			results[i], err = s.apply(tx, keys[i], op, cur[i])
 			if err != nil {
 				return &partita.BatchError{Index: i, Err: err}
 			}
@@ -158,22 +168,22 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	return results, nil
 }
 
-// apply performs one write inside tx. It checks existence and the ETag
-// precondition, merges when asked, and assigns the new Timestamp.
-func (s *Store) apply(tx kv.Txn, id uint64, op partita.Op, buf []byte) (partita.Result, error) {
-	return s.applyKnown(tx, id, op, buf, nil, false)
+// needsCurrent reports whether a write must read the entity's current
+// value: every kind but a blind insert-or-replace, which on a shared store
+// reads it too, so its new Timestamp exceeds the current one even when
+// another front end's clock is ahead.
+func (s *Store) needsCurrent(k partita.OpKind) bool {
+	return k != partita.OpInsertOrReplace || s.opts.Shared
 }
 
-// readMany reads the current values of the batch's entities with one
+// readMany reads the current values of a batch's entities with one
 // iterator and ascending seeks, which costs far less than a Get per key
 // when the keys are new (a Get of an absent key probes every level). The
 // keys are distinct, so no operation of the batch changes another's
 // current value. A nil value means absent.
-func readMany(tx kv.Txn, id uint64, ops []partita.Op) ([][]byte, error) {
-	keys := make([][]byte, len(ops))
-	order := make([]int, len(ops))
-	for i, op := range ops {
-		keys[i] = entityKey(nil, id, op.Entity.PartitionKey, op.Entity.RowKey)
+func readMany(tx kv.Txn, keys [][]byte) ([][]byte, error) {
+	order := make([]int, len(keys))
+	for i := range order {
 		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return bytes.Compare(keys[order[a]], keys[order[b]]) < 0 })
@@ -184,7 +194,7 @@ func readMany(tx kv.Txn, id uint64, ops []partita.Op) ([][]byte, error) {
 		return nil, err
 	}
 	defer it.Close()
-	vals := make([][]byte, len(ops))
+	vals := make([][]byte, len(keys))
 	for _, i := range order {
 		if it.SeekGE(keys[i]) && bytes.Equal(it.Key(), keys[i]) {
 			vals[i] = bytes.Clone(it.Value())
@@ -193,30 +203,17 @@ func readMany(tx kv.Txn, id uint64, ops []partita.Op) ([][]byte, error) {
 	return vals, it.Error()
 }
 
-// applyKnown is apply; when known is set, cur holds the entity's current
-// encoded value (nil when absent) and the store is not read again.
-func (s *Store) applyKnown(tx kv.Txn, id uint64, op partita.Op, buf []byte, curVal []byte, known bool) (partita.Result, error) {
+// apply performs one write of the entity at key inside tx, given its
+// current encoded value (nil when absent, or not read: see needsCurrent).
+// It checks existence and the ETag precondition, merges when asked, and
+// assigns the new Timestamp.
+func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (partita.Result, error) {
 	e := op.Entity
-	key := entityKey(buf[:0], id, e.PartitionKey, e.RowKey)
-
-	needRead := op.Kind != partita.OpInsertOrReplace
 	var cur *partita.Entity
-	if needRead {
-		v, err := curVal, error(nil)
-		if !known {
-			v, err = tx.Get(key)
-		} else if v == nil {
-			err = kv.ErrNotFound
-		}
-		switch {
-		case errors.Is(err, kv.ErrNotFound):
-		case err != nil:
-			return partita.Result{}, fmt.Errorf("read entity: %w", err)
-		default:
-			cur = &partita.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
-			if err := decodeEntity(v, cur); err != nil {
-				return partita.Result{}, fmt.Errorf("decode entity %q/%q: %w", e.PartitionKey, e.RowKey, err)
-			}
+	if curVal != nil {
+		cur = &partita.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
+		if err := decodeEntity(curVal, cur); err != nil {
+			return partita.Result{}, fmt.Errorf("decode entity %q/%q: %w", e.PartitionKey, e.RowKey, err)
 		}
 	}
 	switch op.Kind {

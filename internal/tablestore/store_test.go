@@ -369,3 +369,38 @@ func TestStore_PointReadAfterRecreate(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_SharedTimestampsIncrease: on a shared store two front ends
+// (two Stores over one database) may have clocks an hour apart; every write
+// kind, blind insert-or-replace included, still gives the entity a
+// Timestamp after its current one, so ETags never repeat or go back.
+func TestStore_SharedTimestampsIncrease(t *testing.T) {
+	db := memkv.New()
+	now := time.Now()
+	ahead, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true, Now: func() time.Time { return now.Add(time.Hour) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ahead.CreateTable(ctx, "a", "clocks"); err != nil {
+		t.Fatal(err)
+	}
+	var last int64
+	for i, kind := range []partita.OpKind{partita.OpInsertOrReplace, partita.OpInsertOrReplace, partita.OpInsertOrMerge, partita.OpInsertOrReplace} {
+		s := ahead
+		if i%2 == 1 {
+			s = behind
+		}
+		r, err := s.Write(ctx, "a", "clocks", partita.Op{Kind: kind, Entity: &partita.Entity{PartitionKey: "p", RowKey: "r"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Timestamp <= last {
+			t.Fatalf("write %d (%v): Timestamp %d not after the current %d", i, kind, r.Timestamp, last)
+		}
+		last = r.Timestamp
+	}
+}
