@@ -212,16 +212,16 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	}
 	q, _ := url.ParseQuery(rawQuery)
 	o.meta = rc.meta
-	if f := q.Get("$format"); f != "" {
-		o.meta, _ = negotiate(&http.Request{Header: http.Header{}}, q)
+	if q.Get("$format") != "" {
+		o.meta, _ = negotiate("", q)
 	}
-	o.prefer = prefer(&http.Request{Header: sr.Header})
+	o.prefer = prefer(sr.Header)
 	o.table = res.table
 	method := strings.ToUpper(sr.Method)
 	if xm := sr.Header.Get("X-HTTP-Method"); xm != "" && method == http.MethodPost {
 		method = strings.ToUpper(xm)
 	}
-	cond, err := parseIfMatch(&http.Request{Header: sr.Header})
+	cond, err := parseIfMatch(sr.Header)
 	if err != nil {
 		return o, err
 	}
@@ -283,7 +283,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 		return err
 	}
 	q, _ := url.ParseQuery(rawQuery)
-	meta, _ := negotiate(&http.Request{Header: sr.Header}, q)
+	meta, _ := negotiate(sr.Header.Get("Accept"), q)
 	var resp changeset.Response
 	e, err := s.store.GetEntity(r.Context(), rc.account, res.table, res.key)
 	if err != nil {

@@ -14,8 +14,8 @@ import (
 const maxEntityBody = 4 << 20
 
 // parseIfMatch turns an If-Match header into a Condition.
-func parseIfMatch(r *http.Request) (partita.Condition, error) {
-	vals := r.Header.Values("If-Match")
+func parseIfMatch(h http.Header) (partita.Condition, error) {
+	vals := h.Values("If-Match")
 	if len(vals) == 0 {
 		return partita.Condition{}, nil
 	}
@@ -69,7 +69,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	if err := rc.authorizeKey(e.Key()); err != nil {
 		return err
 	}
-	pref := prefer(r)
+	pref := prefer(r.Header)
 	if pref != "" {
 		w.Header().Set("Preference-Applied", pref)
 	}
@@ -92,7 +92,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 }
 
 func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *reqCtx, table string, key partita.Key, merge bool) error {
-	cond, err := parseIfMatch(r)
+	cond, err := parseIfMatch(r.Header)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 	if err := rc.authorizeKey(key); err != nil {
 		return err
 	}
-	cond, err := parseIfMatch(r)
+	cond, err := parseIfMatch(r.Header)
 	if err != nil {
 		return err
 	}

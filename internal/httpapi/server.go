@@ -184,8 +184,10 @@ func (s *Server) acquire() bool {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, version string) error {
 	rawPath, rawQuery, _ := strings.Cut(r.RequestURI, "?")
-	if u, err := url.Parse(r.RequestURI); err == nil && u.IsAbs() {
-		rawPath, rawQuery = u.EscapedPath(), u.RawQuery
+	if !strings.HasPrefix(r.RequestURI, "/") { // absolute form, through a proxy
+		if u, err := url.Parse(r.RequestURI); err == nil && u.IsAbs() {
+			rawPath, rawQuery = u.EscapedPath(), u.RawQuery
+		}
 	}
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -195,7 +197,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if q.Get("comp") != "" || q.Get("restype") != "" {
 		rc.xml = true
 	}
-	meta, err := negotiate(r, q)
+	meta, err := negotiate(r.Header.Get("Accept"), q)
 	if err != nil {
 		return err
 	}
@@ -226,11 +228,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	return s.route(w, r, rc)
 }
 
-// negotiate picks the JSON metadata level from $format or Accept.
-func negotiate(r *http.Request, q url.Values) (wire.Metadata, error) {
+// negotiate picks the JSON metadata level from $format or, without it,
+// the Accept header.
+func negotiate(accept string, q url.Values) (wire.Metadata, error) {
 	f := q.Get("$format")
 	if f == "" {
-		f = r.Header.Get("Accept")
+		f = accept
 		if strings.HasPrefix(f, "application/atom+xml") {
 			return 0, partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
 		}

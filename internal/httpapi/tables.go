@@ -31,8 +31,8 @@ func writeNoContent(w http.ResponseWriter) {
 }
 
 // prefer returns the Prefer header's return-content/return-no-content.
-func prefer(r *http.Request) string {
-	for _, v := range r.Header.Values("Prefer") {
+func prefer(h http.Header) string {
+	for _, v := range h.Values("Prefer") {
 		for _, p := range strings.Split(v, ",") {
 			switch p = strings.TrimSpace(p); p {
 			case "return-no-content", "return-content":
@@ -78,7 +78,7 @@ func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *r
 	if err := rc.authorize(auth.OpCreateTable, *req.TableName); err != nil {
 		return err
 	}
-	pref := prefer(r)
+	pref := prefer(r.Header)
 	if pref != "" {
 		w.Header().Set("Preference-Applied", pref)
 	}
