@@ -107,19 +107,29 @@ func FormatETag(ticks int64) string {
 // AppendETag appends the FormatETag text to b.
 func AppendETag(b []byte, ticks int64) []byte {
 	b = append(b, `W/"datetime'`...)
-	start := len(b)
-	b = edm.AppendDateTime(b, ticks)
-	// Percent-encode the two ':' of the time of day.
-	ts := string(b[start:])
-	b = b[:start]
-	for i := 0; i < len(ts); i++ {
-		if ts[i] == ':' {
+	b = appendETagTime(b, ticks)
+	return append(b, `'"`...)
+}
+
+// AppendJSONETag appends the ETag as a JSON string (its quotes escaped),
+// the odata.etag value of entity bodies.
+func AppendJSONETag(b []byte, ticks int64) []byte {
+	b = append(b, `"W/\"datetime'`...)
+	b = appendETagTime(b, ticks)
+	return append(b, `'\""`...)
+}
+
+// appendETagTime appends the Timestamp with each ':' percent-encoded.
+func appendETagTime(b []byte, ticks int64) []byte {
+	var tmp [40]byte
+	for _, c := range edm.AppendDateTime(tmp[:0], ticks) {
+		if c == ':' {
 			b = append(b, "%3A"...)
 		} else {
-			b = append(b, ts[i])
+			b = append(b, c)
 		}
 	}
-	return append(b, `'"`...)
+	return b
 }
 
 // ParseETag parses an entity ETag as written by FormatETag, tolerating a

@@ -24,3 +24,22 @@ func TestEntitySize(t *testing.T) {
 		t.Errorf("Size = %d", got)
 	}
 }
+
+func TestETag_FormAndRoundTrip(t *testing.T) {
+	ticks, err := edm.ParseDateTime("2024-01-02T03:04:05.1234567Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"`
+	if got := FormatETag(ticks); got != want {
+		t.Fatalf("FormatETag = %s, want %s", got, want)
+	}
+	if got := string(AppendJSONETag(nil, ticks)); got != `"W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\""` {
+		t.Fatalf("AppendJSONETag = %s", got)
+	}
+	for _, tk := range []int64{ticks, edm.MinDateTime, edm.MaxDateTime, ticks - ticks%10_000_000} {
+		if got, ok := ParseETag(FormatETag(tk)); !ok || got != tk {
+			t.Errorf("ParseETag(FormatETag(%d)) = %d, %v", tk, got, ok)
+		}
+	}
+}

@@ -319,7 +319,7 @@ func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
 			b = appendString(b, o.Base+"/"+EntityPath(o.Table, e.PartitionKey, e.RowKey))
 		}
 		key("odata.etag")
-		b = appendString(b, partita.FormatETag(e.Timestamp))
+		b = partita.AppendJSONETag(b, e.Timestamp)
 		if o.Metadata == FullMetadata {
 			key("odata.editLink")
 			b = appendString(b, EntityPath(o.Table, e.PartitionKey, e.RowKey))
