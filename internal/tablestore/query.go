@@ -88,11 +88,15 @@ func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, filter 
 				continue
 			}
 		}
-		pk, rk, err := decodeEntityKey(it.Key())
-		if err != nil {
-			return false, err
+		if filter != nil && v.keysOK { // the filter already decoded them
+			e.PartitionKey, e.RowKey = v.pk, v.rk
+		} else {
+			pk, rk, err := decodeEntityKey(it.Key())
+			if err != nil {
+				return false, err
+			}
+			e.PartitionKey, e.RowKey = pk, rk
 		}
-		e.PartitionKey, e.RowKey = pk, rk
 		if err := decodeEntity(it.Value(), e); err != nil {
 			return false, err
 		}
