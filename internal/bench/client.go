@@ -323,21 +323,29 @@ func countEntities(b []byte) int {
 	}
 	i += len(`"value":[`)
 	n, depth := 0, 0
-	inStr := false
 	for ; i < len(b); i++ {
 		c := b[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
+		if c == '"' {
+			// Jump to the closing quote: the next quote not escaped by
+			// an odd run of backslashes. IndexByte is vectorized, so a
+			// long string costs little.
+			for {
+				j := bytes.IndexByte(b[i+1:], '"')
+				if j < 0 {
+					return n
+				}
+				i += 1 + j
+				k := i - 1
+				for b[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
 			}
 			continue
 		}
 		switch c {
-		case '"':
-			inStr = true
 		case '{', '[':
 			if depth == 0 && c == '{' {
 				n++

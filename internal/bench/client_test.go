@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -132,4 +133,38 @@ func TestEntityJSONAndKeys(t *testing.T) {
 	if escapeKey("a'b c") != "a''b%20c" {
 		t.Errorf("escapeKey: %s", escapeKey("a'b c"))
 	}
+}
+
+// FuzzCountEntities checks the byte scan against encoding/json on every
+// input that decodes as an object whose "value" is an array of objects.
+func FuzzCountEntities(f *testing.F) {
+	f.Add(`{"value":[{"a":"x\\\"]}"},{"b":[{}]}]}`)
+	f.Add(`{"odata.metadata":"m","value":[{"s":"\\\\"},{"t":"\\\\\\\""}]}`)
+	f.Add(`{"value":[]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		// The oracle: the elements of the first member's array that are
+		// objects, by encoding/json's tokenizer.
+		if !json.Valid([]byte(body)) || !strings.HasPrefix(body, `{"value":[`) {
+			return
+		}
+		dec := json.NewDecoder(strings.NewReader(body))
+		for range 3 { // '{', "value", '['
+			if _, err := dec.Token(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := 0
+		for dec.More() {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			if v[0] == '{' {
+				want++
+			}
+		}
+		if got := countEntities([]byte(body)); got != want {
+			t.Fatalf("%s: counted %d, encoding/json %d", body, got, want)
+		}
+	})
 }
