@@ -235,7 +235,18 @@ func FormatDateTime(ticks int64) string {
 // AppendDateTime appends the FormatDateTime text of ticks to b.
 func AppendDateTime(b []byte, ticks int64) []byte {
 	t := TimeFromTicks(ticks)
-	b = t.AppendFormat(b, "2006-01-02T15:04:05")
+	// Date and Clock, then digits: several times cheaper than AppendFormat,
+	// which interprets its layout on every call (this runs for every
+	// entity's Timestamp and ETag in a response).
+	year, month, day := t.Date()
+	hour, minute, sec := t.Clock()
+	b = append(b,
+		byte('0'+year/1000%10), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-',
+		byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':',
+		byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
 	frac := ticks % ticksPerSecond
 	if frac < 0 {
 		frac += ticksPerSecond

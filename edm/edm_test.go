@@ -64,6 +64,10 @@ func TestDateTimeRandomRoundTrip(t *testing.T) {
 		if TicksFromTime(TimeFromTicks(ticks)) != ticks {
 			t.Fatalf("ticks %d do not survive time.Time", ticks)
 		}
+		// The hand-written digits agree with the time package's layout.
+		if want := TimeFromTicks(ticks).Format("2006-01-02T15:04:05"); s[:len(want)] != want {
+			t.Fatalf("ticks %d formatted %q, time.Format gives %q", ticks, s, want)
+		}
 	}
 }
 

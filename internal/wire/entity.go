@@ -450,6 +450,14 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); i++ {
+		// Skip eight clean bytes at a time (most strings have nothing to
+		// escape; a 1 KiB payload is the bulk of a query response).
+		for i+8 <= len(s) && !needsEscape8(load64(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
@@ -471,6 +479,27 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// needsEscape8 reports whether any of the eight bytes in x is below 0x20,
+// '"' or '\\' (bytewise SWAR tests; exact: a byte of 0x80 or more never
+// matches, so UTF-8 passes through).
+func needsEscape8(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	less20 := (x - ones*0x20) &^ x
+	quote := x ^ (ones * '"')
+	quote = (quote - ones) &^ quote
+	bslash := x ^ (ones * '\\')
+	bslash = (bslash - ones) &^ bslash
+	return (less20|quote|bslash)&highs != 0
+}
+
+// load64 reads s[i:i+8] as a little-endian word (the compiler merges the
+// loads).
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // AppendString appends s as a JSON string (exported for other encoders).
