@@ -89,6 +89,11 @@ type Query struct {
 	Top    int        // 1..1000; 0 means 1000
 	// Next resumes a previous query at this key (inclusive); nil to start.
 	Next *Key
+	// Borrow promises that the callback keeps nothing of the entity it is
+	// given (no string, slice or the entity itself) after it returns, so
+	// the store may hand it property names and values that alias its read
+	// buffers instead of copies. The keys are always the callback's to keep.
+	Borrow bool
 }
 
 // QueryInfo describes how a query page was produced.

@@ -87,6 +87,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		}
 		q.Next = &partita.Key{PartitionKey: pk, RowKey: rk}
 	}
+	q.Borrow = true // each entity is encoded into b before the callback returns
 	o := s.entityOptions(rc, table)
 	o.Select = sel
 

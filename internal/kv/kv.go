@@ -73,7 +73,9 @@ type IterOptions struct {
 }
 
 // Iterator walks keys in ascending order within its bounds. Errors are
-// sticky and reported by Error. An iterator must be closed.
+// sticky and reported by Error. An iterator must be closed. Key and Value
+// return slices that stay valid and unchanged until the next positioning
+// call (First, SeekGE, Next) or Close; callers must not modify them.
 type Iterator interface {
 	First() bool
 	SeekGE(key []byte) bool

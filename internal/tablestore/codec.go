@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
@@ -54,7 +55,12 @@ func appendEntity(b []byte, e *partita.Entity) []byte {
 
 // decodeEntity decodes a value into e, reusing e.Properties' storage. Keys
 // are left alone.
-func decodeEntity(b []byte, e *partita.Entity) error {
+func decodeEntity(b []byte, e *partita.Entity) error { return decodeEntityInto(b, e, false) }
+
+// decodeEntityInto is decodeEntity; with borrow, the names, strings and
+// binaries of e point into b instead of being copied, so e is valid only
+// while b is (a query page's entity lives for one callback).
+func decodeEntityInto(b []byte, e *partita.Entity, borrow bool) error {
 	if len(b) < 1 || b[0] != codecVersion {
 		return errBadValue
 	}
@@ -77,7 +83,7 @@ func decodeEntity(b []byte, e *partita.Entity) error {
 		if n <= 0 || l > uint64(len(b)-n) {
 			return errBadValue
 		}
-		p.Name = string(b[n : n+int(l)])
+		p.Name = bytesString(b[n:n+int(l)], borrow)
 		b = b[n+int(l):]
 		if len(b) < 1 {
 			return errBadValue
@@ -90,10 +96,13 @@ func decodeEntity(b []byte, e *partita.Entity) error {
 			if n <= 0 || l > uint64(len(b)-n) {
 				return errBadValue
 			}
-			if p.Value.Type == edm.Binary {
+			switch {
+			case p.Value.Type != edm.Binary:
+				p.Value.Str = bytesString(b[n:n+int(l)], borrow)
+			case borrow:
+				p.Value.Bin = b[n : n+int(l) : n+int(l)]
+			default:
 				p.Value.Bin = append([]byte(nil), b[n:n+int(l)]...)
-			} else {
-				p.Value.Str = string(b[n : n+int(l)])
 			}
 			b = b[n+int(l):]
 		case edm.Int32, edm.Int64, edm.DateTime:
@@ -125,4 +134,13 @@ func decodeEntity(b []byte, e *partita.Entity) error {
 	}
 	e.Properties = props
 	return nil
+}
+
+// bytesString returns b as a string: a copy, or with borrow the same
+// memory (b must then outlive every use of the string and not change).
+func bytesString(b []byte, borrow bool) string {
+	if !borrow || len(b) == 0 {
+		return string(b)
+	}
+	return unsafe.String(&b[0], len(b))
 }

@@ -63,6 +63,20 @@ func FuzzDecodeEntity(f *testing.F) {
 		if err := decodeEntity(again, &e2); err != nil || !equalEntities(&e, &e2) {
 			t.Fatalf("re-decode failed: %v", err)
 		}
+		// A borrowed decode sees the same entity, and owns nothing: it
+		// changes with the buffer it borrows.
+		var e3 partita.Entity
+		if err := decodeEntityInto(again, &e3, true); err != nil || !equalEntities(&e, &e3) {
+			t.Fatalf("borrowed decode differs: %v", err)
+		}
+		if len(e.Properties) > 0 && e.Properties[0].Name != "" {
+			for i := range again {
+				again[i] = e.Properties[0].Name[0] ^ 1
+			}
+		}
+		if len(e.Properties) > 0 && e.Properties[0].Name != "" && e3.Properties[0].Name == e.Properties[0].Name {
+			t.Fatalf("borrowed name %q did not alias the buffer", e3.Properties[0].Name)
+		}
 	})
 }
 

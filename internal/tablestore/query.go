@@ -51,7 +51,7 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 			if bytes.Compare(lo, hi) >= 0 {
 				continue
 			}
-			done, err := s.scan(ctx, r, kv.IterOptions{LowerBound: lo, UpperBound: hi}, q.Filter, &e, top, &matched, &info, deadline, fn)
+			done, err := s.scan(ctx, r, kv.IterOptions{LowerBound: lo, UpperBound: hi}, q, &e, top, &matched, &info, deadline, fn)
 			if err != nil || done {
 				return err
 			}
@@ -63,7 +63,8 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 
 // scan reads one key range. It returns done=true when the page is full or
 // the budget is spent (info.Next set if entities remain).
-func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, filter odata.Expr, e *partita.Entity, top int, matched *int, info *partita.QueryInfo, deadline time.Time, fn func(*partita.Entity) error) (bool, error) {
+func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, q partita.Query, e *partita.Entity, top int, matched *int, info *partita.QueryInfo, deadline time.Time, fn func(*partita.Entity) error) (bool, error) {
+	filter, borrow := q.Filter, q.Borrow
 	it, err := r.NewIter(o)
 	if err != nil {
 		return false, err
@@ -97,7 +98,7 @@ func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, filter 
 			}
 			e.PartitionKey, e.RowKey = pk, rk
 		}
-		if err := decodeEntity(it.Value(), e); err != nil {
+		if err := decodeEntityInto(it.Value(), e, borrow); err != nil {
 			return false, err
 		}
 		if filter != nil && v.bad && !odata.Eval(filter, e.Get) {
