@@ -87,6 +87,23 @@ func Open(dir string, o *Options) (*DB, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
+	// Values of 256 bytes or more (most entities) go to blob files that
+	// compactions reference instead of rewriting: with ~1 KiB entities the
+	// LSM's rewriting was a third of the server's CPU under $batch load, and
+	// separation raised batch throughput by ~35% (docs/PERFORMANCE.md).
+	// It needs the newest format and columnar blocks; an older store is
+	// ratcheted up when opened.
+	po.FormatMajorVersion = pebble.FormatNewest
+	po.Experimental.EnableColumnarBlocks = func() bool { return true }
+	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
+		return pebble.ValueSeparationPolicy{
+			Enabled:               true,
+			MinimumSize:           256,
+			MaxBlobReferenceDepth: 10,
+			RewriteMinimumAge:     5 * time.Minute,
+			TargetGarbageRatio:    0.2,
+		}
+	}
 	po.EnsureDefaults()
 	db, err := pebble.Open(dir, po)
 	cache.Unref() // the DB holds its own reference
