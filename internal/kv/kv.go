@@ -57,6 +57,33 @@ type MultiGetter interface {
 	GetMany(keys [][]byte) (vals [][]byte, err error)
 }
 
+// CondWriter is implemented by engines that can apply one conditional
+// write in a single statement (a database engine, where a transaction costs
+// several round trips). CondWrite applies w atomically with its checks and
+// reports whether every condition held; when one did not, nothing changed
+// and the caller learns no more than that (it may retry in a transaction to
+// find out which). A write must not race with a change of its guard: the
+// engine makes the guard check and the write one atomic step with respect
+// to any transaction that changes GuardKey.
+type CondWriter interface {
+	CondWrite(ctx context.Context, w CondWrite) (applied bool, err error)
+}
+
+// CondWrite is one conditional put or delete.
+type CondWrite struct {
+	// GuardKey must hold exactly GuardValue (a record the caller read
+	// earlier, such as a table's catalog entry).
+	GuardKey, GuardValue []byte
+	// Key is written: set to Value, or deleted when Value is nil.
+	Key   []byte
+	Value []byte
+	// Absent requires Key to be absent (only with a Value: an insert).
+	// Otherwise Key must exist and, when Prefix is not nil, its current
+	// value must begin with Prefix.
+	Absent bool
+	Prefix []byte
+}
+
 // Txn is a read-write transaction.
 type Txn interface {
 	Reader

@@ -53,6 +53,13 @@ func appendEntity(b []byte, e *partita.Entity) []byte {
 	return b
 }
 
+// valuePrefix returns the first bytes of every encoded entity whose
+// Timestamp is ticks: an ETag condition is a prefix test (uvarints are
+// prefix-free, so no other Timestamp's encoding starts the same way).
+func valuePrefix(ticks int64) []byte {
+	return binary.AppendUvarint([]byte{codecVersion}, uint64(ticks))
+}
+
 // decodeEntity decodes a value into e, reusing e.Properties' storage. Keys
 // are left alone.
 func decodeEntity(b []byte, e *partita.Entity) error { return decodeEntityInto(b, e, false) }

@@ -30,9 +30,7 @@ func (s *Store) GetEntity(ctx context.Context, account, tableName string, key pa
 		if err != nil {
 			return err
 		}
-		if s.opts.Shared {
-			s.hints.Store(catalogName(account, tableName), t.id)
-		}
+		s.remember(account, tableName, t)
 		v, err := r.Get(entityKey(nil, t.id, key.PartitionKey, key.RowKey))
 		if errors.Is(err, kv.ErrNotFound) {
 			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
@@ -63,7 +61,7 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 	if !found {
 		return nil, false, nil
 	}
-	id := hint.(uint64)
+	id := hint.(*tableRecord).id
 	ck := catalogKey(account, strings.ToLower(tableName))
 	vals, err := mg.GetMany([][]byte{ck, entityKey(nil, id, key.PartitionKey, key.RowKey)})
 	if err != nil {
@@ -98,12 +96,16 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	kl := s.keyLock(account, tableName, op.Entity.PartitionKey, op.Entity.RowKey)
 	kl.Lock()
 	defer kl.Unlock()
+	if res, ok, err := s.condWrite(ctx, account, tableName, op); ok || err != nil {
+		return res, err
+	}
 	var res partita.Result
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
 			return err
 		}
+		s.remember(account, tableName, t)
 		key := entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
 		var cur []byte
 		if s.needsCurrent(op.Kind) {
@@ -118,6 +120,67 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 		return partita.Result{}, err
 	}
 	return res, nil
+}
+
+// remember notes, on a shared store, the catalog record a request found,
+// for one-round-trip point reads and conditional writes of that table.
+func (s *Store) remember(account, tableName string, t *tableRecord) {
+	if s.opts.Shared && t.raw != nil {
+		s.hints.Store(catalogName(account, tableName), t)
+	}
+}
+
+// condWrite performs a write in one statement when the engine can
+// (kv.CondWriter), the store is shared, this process has seen the table's
+// catalog record, and the write needs no current value: an insert, a
+// replace with an ETag, or a delete. Everything the transaction would check
+// becomes a condition of the statement: the catalog record is unchanged
+// (the table still exists and is the same table), the entity is absent
+// (insert) or present, and its value begins with the encoding of the
+// ETag's Timestamp. ok is false when the statement did not apply (or could
+// not be used): the caller then runs the transaction, which finds out why
+// and returns the service's error, or applies the write if the state
+// changed in between.
+func (s *Store) condWrite(ctx context.Context, account, tableName string, op partita.Op) (partita.Result, bool, error) {
+	g, _ := s.db.(guard)
+	cw, can := g.condWriter()
+	if !s.opts.Shared || !can {
+		return partita.Result{}, false, nil
+	}
+	hint, found := s.hints.Load(catalogName(account, tableName))
+	if !found {
+		return partita.Result{}, false, nil
+	}
+	t := hint.(*tableRecord)
+	e := op.Entity
+	w := kv.CondWrite{
+		GuardKey:   catalogKey(account, strings.ToLower(tableName)),
+		GuardValue: t.raw,
+		Key:        entityKey(nil, t.id, e.PartitionKey, e.RowKey),
+	}
+	var after int64
+	switch {
+	case op.Kind == partita.OpInsert:
+		w.Absent = true
+	case op.Kind == partita.OpReplace && op.If.Kind == partita.IfETag:
+		w.Prefix, after = valuePrefix(op.If.Ticks), op.If.Ticks
+	case op.Kind == partita.OpDelete && op.If.Kind == partita.IfETag:
+		w.Prefix = valuePrefix(op.If.Ticks)
+	case op.Kind == partita.OpDelete && op.If.Kind == partita.IfExists:
+	default:
+		return partita.Result{}, false, nil
+	}
+	var ts int64
+	if op.Kind != partita.OpDelete {
+		ts = s.tick(after)
+		e.Timestamp = ts
+		w.Value = appendEntity(make([]byte, 0, 64+16*len(e.Properties)), e)
+	}
+	applied, err := cw(ctx, w)
+	if err != nil || !applied {
+		return partita.Result{}, false, err
+	}
+	return partita.Result{Timestamp: ts}, true, nil
 }
 
 // WriteBatch implements partita.Store: one kv transaction, one synced

@@ -33,3 +33,16 @@ func (g guard) Update(ctx context.Context, fn func(kv.Txn) error) error {
 func (g guard) DeleteRange(ctx context.Context, start, end []byte) error {
 	return busy(g.DB.DeleteRange(ctx, start, end))
 }
+
+// condWriter returns the engine's one-statement conditional writer, if it
+// has one, with unavailability mapped like every other call.
+func (g guard) condWriter() (func(context.Context, kv.CondWrite) (bool, error), bool) {
+	cw, ok := g.DB.(kv.CondWriter)
+	if g.DB == nil || !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, w kv.CondWrite) (bool, error) {
+		ok, err := cw.CondWrite(ctx, w)
+		return ok, busy(err)
+	}, true
+}

@@ -52,7 +52,7 @@ type Store struct {
 	createMu sync.Mutex // serializes this process's catalog changes
 	locks    sync.Map   // catalog name → *sync.RWMutex: shared by entity ops, exclusive by DeleteTable
 	cache    sync.Map   // catalog name → *tableRecord (only when !Shared)
-	hints    sync.Map   // catalog name → last table id seen (Shared): lets a point read be one round trip
+	hints    sync.Map   // catalog name → last *tableRecord read (Shared): one-round-trip point reads and conditional writes
 	purging  sync.WaitGroup
 
 	lastTick atomic.Int64 // the last Timestamp handed out
@@ -73,6 +73,7 @@ type tableRecord struct {
 	account string
 	name    string // as created
 	state   byte
+	raw     []byte // the encoded record as read (set by readTable)
 }
 
 const (
@@ -158,7 +159,11 @@ func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read catalog: %w", err)
 	}
-	return decodeCatalogEntry(k, v)
+	t, err := decodeCatalogEntry(k, v)
+	if t != nil {
+		t.raw = bytes.Clone(v)
+	}
+	return t, err
 }
 
 // table returns the live table record, from the cache when the store is

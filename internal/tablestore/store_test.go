@@ -404,3 +404,129 @@ func TestStore_SharedTimestampsIncrease(t *testing.T) {
 		last = r.Timestamp
 	}
 }
+
+// countingDB counts the transactions and one-statement conditional writes
+// an engine is asked for.
+type countingDB struct {
+	*pgkv.DB
+	updates, conds int
+	mu             sync.Mutex
+}
+
+func (c *countingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	c.mu.Lock()
+	c.updates++
+	c.mu.Unlock()
+	return c.DB.Update(ctx, fn)
+}
+
+func (c *countingDB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
+	c.mu.Lock()
+	c.conds++
+	c.mu.Unlock()
+	return c.DB.CondWrite(ctx, w)
+}
+
+func (c *countingDB) take() (updates, conds int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	u, k := c.updates, c.conds
+	c.updates, c.conds = 0, 0
+	return u, k
+}
+
+// TestStore_SharedConditionalWritesOneStatement: on PostgreSQL an insert,
+// a replace with an ETag and deletes are one statement each once the front
+// end has seen the table, with the service's answers when a condition
+// fails (from the transaction that then runs); and a front end whose
+// knowledge of the table is stale (another front end dropped and
+// re-created it) never writes into the old table.
+func TestStore_SharedConditionalWritesOneStatement(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	open := func() (*tablestore.Store, *countingDB) {
+		db, err := pgkv.Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &countingDB{DB: db}
+		s, err := tablestore.Open(ctx, c, tablestore.Options{Shared: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, c
+	}
+	a, c := open()
+	b, _ := open()
+	if _, err := a.CreateTable(ctx, "acct", "condw"); err != nil {
+		t.Fatal(err)
+	}
+	ent := func(rk string, v int32) *partita.Entity {
+		return &partita.Entity{PartitionKey: "p", RowKey: rk, Properties: []partita.Property{{Name: "V", Value: edm.Int32Value(v)}}}
+	}
+	write := func(s *tablestore.Store, op partita.Op) (partita.Result, error) {
+		return s.Write(ctx, "acct", "condw", op)
+	}
+	// The first write learns the table (a transaction).
+	r1, err := write(a, partita.Op{Kind: partita.OpInsert, Entity: ent("r1", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.take()
+	steps := []struct {
+		name    string
+		op      partita.Op
+		code    partita.Code // "" for success
+		updates int          // transactions expected
+	}{
+		{"insert", partita.Op{Kind: partita.OpInsert, Entity: ent("r2", 2)}, "", 0},
+		{"insert existing", partita.Op{Kind: partita.OpInsert, Entity: ent("r1", 9)}, partita.CodeEntityAlreadyExists, 1},
+		{"replace, right ETag", partita.Op{Kind: partita.OpReplace, Entity: ent("r1", 3), If: partita.Condition{Kind: partita.IfETag, Ticks: r1.Timestamp}}, "", 0},
+		{"replace, stale ETag", partita.Op{Kind: partita.OpReplace, Entity: ent("r1", 4), If: partita.Condition{Kind: partita.IfETag, Ticks: r1.Timestamp}}, partita.CodeUpdateConditionNotSatisfied, 1},
+		{"delete, stale ETag", partita.Op{Kind: partita.OpDelete, Entity: ent("r1", 0), If: partita.Condition{Kind: partita.IfETag, Ticks: r1.Timestamp}}, partita.CodeUpdateConditionNotSatisfied, 1},
+		{"delete *", partita.Op{Kind: partita.OpDelete, Entity: ent("r2", 0), If: partita.Condition{Kind: partita.IfExists}}, "", 0},
+		{"delete * absent", partita.Op{Kind: partita.OpDelete, Entity: ent("r2", 0), If: partita.Condition{Kind: partita.IfExists}}, partita.CodeResourceNotFound, 1},
+		{"replace absent", partita.Op{Kind: partita.OpReplace, Entity: ent("r9", 0), If: partita.Condition{Kind: partita.IfETag, Ticks: r1.Timestamp}}, partita.CodeResourceNotFound, 1},
+	}
+	for _, st := range steps {
+		_, err := write(a, st.op)
+		if got := partita.ErrorCode(err); (err == nil) != (st.code == "") || (err != nil && got != st.code) {
+			t.Fatalf("%s: %v, want code %q", st.name, err, st.code)
+		}
+		if u, k := c.take(); u != st.updates || k != 1 {
+			t.Errorf("%s: %d transactions and %d conditional statements, want %d and 1", st.name, u, k, st.updates)
+		}
+	}
+	got, err := a.GetEntity(ctx, "acct", "condw", partita.Key{PartitionKey: "p", RowKey: "r1"})
+	if err != nil || got.Properties[0].Value.Int != 3 {
+		t.Fatalf("r1 after the steps: %+v, %v (want V=3)", got, err)
+	}
+
+	// Front end b drops and re-creates the table; a still holds the old
+	// record. a's insert must land in the new table, not the old one.
+	if err := b.DeleteTable(ctx, "acct", "condw"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err = b.CreateTable(ctx, "acct", "condw"); err == nil {
+			break
+		}
+		if partita.ErrorCode(err) != partita.CodeTableBeingDeleted || i > 500 {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := write(a, partita.Op{Kind: partita.OpInsert, Entity: ent("r1", 5)}); err != nil {
+		t.Fatalf("insert after re-creation: %v", err)
+	}
+	got, err = b.GetEntity(ctx, "acct", "condw", partita.Key{PartitionKey: "p", RowKey: "r1"})
+	if err != nil || got.Properties[0].Value.Int != 5 {
+		t.Fatalf("b reads %+v, %v; want the entity a inserted into the new table", got, err)
+	}
+	if err := b.DeleteTable(ctx, "acct", "condw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(a, partita.Op{Kind: partita.OpInsert, Entity: ent("r3", 1)}); partita.ErrorCode(err) != partita.CodeTableNotFound && partita.ErrorCode(err) != partita.CodeTableBeingDeleted {
+		t.Fatalf("insert into a dropped table: %v, want TableNotFound", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/kvtest"
@@ -98,5 +99,134 @@ func TestUnavailable(t *testing.T) {
 	_, err := pgkv.Open(context.Background(), "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2", nil)
 	if !errors.Is(err, kv.ErrUnavailable) {
 		t.Fatalf("Open on a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestCondWrite: each form of the one-statement conditional write applies
+// exactly when its conditions hold, and changes nothing otherwise.
+func TestCondWrite(t *testing.T) {
+	db := open(t, pgtest.NewDatabase(t))
+	defer db.Close()
+	ctx := context.Background()
+	set := func(k, v string) {
+		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(k), []byte(v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(k string) string {
+		var out string
+		err := db.View(ctx, func(r kv.Reader) error {
+			v, err := r.Get([]byte(k))
+			if errors.Is(err, kv.ErrNotFound) {
+				out = "<absent>"
+				return nil
+			}
+			out = string(v)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	set("guard", "g1")
+	g := func(w kv.CondWrite) kv.CondWrite {
+		if w.GuardKey == nil {
+			w.GuardKey, w.GuardValue = []byte("guard"), []byte("g1")
+		}
+		return w
+	}
+	for _, c := range []struct {
+		name  string
+		w     kv.CondWrite
+		apply bool
+		after string // value of "k" afterwards
+	}{
+		{"insert", g(kv.CondWrite{Key: []byte("k"), Value: []byte("v1-a"), Absent: true}), true, "v1-a"},
+		{"insert existing", g(kv.CondWrite{Key: []byte("k"), Value: []byte("x"), Absent: true}), false, "v1-a"},
+		{"update, prefix matches", g(kv.CondWrite{Key: []byte("k"), Value: []byte("v2-b"), Prefix: []byte("v1")}), true, "v2-b"},
+		{"update, prefix differs", g(kv.CondWrite{Key: []byte("k"), Value: []byte("x"), Prefix: []byte("v1")}), false, "v2-b"},
+		{"update, prefix longer than value", g(kv.CondWrite{Key: []byte("k"), Value: []byte("x"), Prefix: []byte("v2-b-and-more")}), false, "v2-b"},
+		{"update, guard changed", kv.CondWrite{GuardKey: []byte("guard"), GuardValue: []byte("g0"), Key: []byte("k"), Value: []byte("x")}, false, "v2-b"},
+		{"update, guard absent", kv.CondWrite{GuardKey: []byte("nope"), GuardValue: []byte("g1"), Key: []byte("k"), Value: []byte("x")}, false, "v2-b"},
+		{"update, must exist", g(kv.CondWrite{Key: []byte("other"), Value: []byte("x")}), false, "v2-b"},
+		{"delete, prefix differs", g(kv.CondWrite{Key: []byte("k"), Prefix: []byte("v1")}), false, "v2-b"},
+		{"delete, prefix matches", g(kv.CondWrite{Key: []byte("k"), Prefix: []byte("v2")}), true, "<absent>"},
+		{"delete absent", g(kv.CondWrite{Key: []byte("k")}), false, "<absent>"},
+		{"insert, guard changed", kv.CondWrite{GuardKey: []byte("guard"), GuardValue: []byte("g0"), Key: []byte("k"), Value: []byte("x"), Absent: true}, false, "<absent>"},
+		{"insert again", g(kv.CondWrite{Key: []byte("k"), Value: []byte("v3"), Absent: true}), true, "v3"},
+		{"delete, must exist", g(kv.CondWrite{Key: []byte("k")}), true, "<absent>"},
+	} {
+		applied, err := db.CondWrite(ctx, c.w)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if applied != c.apply {
+			t.Errorf("%s: applied=%v, want %v", c.name, applied, c.apply)
+		}
+		if got := get("k"); got != c.after {
+			t.Errorf("%s: k=%q afterwards, want %q", c.name, got, c.after)
+		}
+	}
+	if get("other") != "<absent>" || get("guard") != "g1" {
+		t.Error("a conditional write touched another key")
+	}
+}
+
+// TestCondWriteGuardRace: inserts guarded by a record race with
+// transactions that change the record and then sweep the range the inserts
+// write to (what Delete Table and its purge do). No insert may land after
+// the sweep: every applied insert is swept, none survives.
+func TestCondWriteGuardRace(t *testing.T) {
+	db := open(t, pgtest.NewDatabase(t))
+	defer db.Close()
+	ctx := context.Background()
+	for round := 0; round < 20; round++ {
+		guardV := []byte(fmt.Sprint("live", round))
+		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("guard"), guardV) }); err != nil {
+			t.Fatal(err)
+		}
+		prefix := fmt.Sprintf("row/%02d/", round)
+		var wg sync.WaitGroup
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					ok, err := db.CondWrite(ctx, kv.CondWrite{GuardKey: []byte("guard"), GuardValue: guardV,
+						Key: []byte(fmt.Sprintf("%s%d-%04d", prefix, w, i)), Value: []byte("x"), Absent: true})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if !ok {
+						return // the guard changed: this writer is done
+					}
+				}
+			}(w)
+		}
+		time.Sleep(5 * time.Millisecond)
+		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("guard"), []byte("gone")) }); err != nil {
+			t.Fatal(err)
+		}
+		// The sweep, after the guard change committed.
+		if err := db.DeleteRange(ctx, []byte(prefix), []byte(prefix+"\xff")); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		err := db.View(ctx, func(r kv.Reader) error {
+			it, err := r.NewIter(kv.IterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix + "\xff")})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			if it.First() {
+				t.Errorf("round %d: %q was written after its guard changed and the range was swept", round, it.Key())
+			}
+			return it.Error()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
