@@ -70,6 +70,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	growthSmall := fs.Int("growth-small", 100_000, "first checkpoint of --growth")
 	fs.IntVar(&cfg.ServerPID, "server-pid", 0, "report the CPU use of this server process (/proc/PID/stat); --growth also samples its VmRSS")
 	serverData := fs.String("server-data", "", "growth: report the size of this data directory")
+	growthSettle := fs.Duration("growth-settle", 0, "growth: also measure each checkpoint once the server (--server-pid) has gone idle, waiting at most this long (0: no second measurement)")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench client's own CPU profile to `FILE`")
 	compare := fs.String("compare", "", "print the markdown comparison of reports: partita=FILE[,do-nothing=FILE][,azurite=FILE]")
 	fs.Usage = func() {
@@ -115,7 +116,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if *growth > 0 {
-		rep, err := r.RunGrowth(ctx, pbench.GrowthConfig{Small: *growthSmall, Target: *growth, ServerPID: cfg.ServerPID, ServerData: *serverData})
+		rep, err := r.RunGrowth(ctx, pbench.GrowthConfig{Small: *growthSmall, Target: *growth, ServerPID: cfg.ServerPID, ServerData: *serverData, Settle: *growthSettle})
 		if rep != nil {
 			if *jsonOut {
 				pbench.WriteJSON(stdout, rep)

@@ -26,6 +26,10 @@ type GrowthConfig struct {
 	ServerData string
 	// LoadTimeout caps each load phase.
 	LoadTimeout time.Duration
+	// Settle, when positive (and ServerPID is set), measures each
+	// checkpoint a second time once the server has gone idle (its
+	// compactions done), waiting at most this long.
+	Settle time.Duration
 }
 
 // GrowthPoint is the measurements at one table size.
@@ -39,6 +43,16 @@ type GrowthPoint struct {
 	RSSMaxKiB       int64   `json:"rss_max_kib,omitempty"` // max VmRSS so far
 	RSSNowKiB       int64   `json:"rss_now_kib,omitempty"`
 	DataBytes       int64   `json:"data_bytes,omitempty"`
+	// Settled is the second measurement, after the server went idle.
+	Settled *SettledPoint `json:"settled,omitempty"`
+}
+
+// SettledPoint is a checkpoint measured again once the server was idle.
+type SettledPoint struct {
+	WaitSeconds float64 `json:"wait_seconds"` // until idle (or the cap)
+	Idle        bool    `json:"idle"`         // false: the cap came first
+	Get         Result  `json:"get"`
+	Range       Result  `json:"range"`
 }
 
 // GrowthReport is the result of --growth.
@@ -139,6 +153,29 @@ func dirSize(dir string) int64 {
 	return n
 }
 
+// waitIdle waits until the server process has used under a tenth of a core
+// over five seconds (its flushes and compactions are done), at most max.
+func waitIdle(ctx context.Context, pid int, max time.Duration, log io.Writer) (secs float64, idle bool) {
+	t0 := time.Now()
+	p := strconv.Itoa(pid)
+	fmt.Fprintf(log, "partita bench: growth: waiting for the server to go idle (at most %s)\n", max)
+	for time.Since(t0) < max && ctx.Err() == nil {
+		a := procJiffies(p)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+		if float64(procJiffies(p)-a)/userHZ/5 < 0.1 {
+			secs = time.Since(t0).Seconds()
+			fmt.Fprintf(log, "partita bench: growth: idle after %.0f s\n", secs)
+			return secs, true
+		}
+	}
+	secs = time.Since(t0).Seconds()
+	fmt.Fprintf(log, "partita bench: growth: still busy after %.0f s; measuring anyway\n", secs)
+	return secs, false
+}
+
 // RunGrowth loads a table to g.Small entities with $batch, measures point
 // gets and range reads, loads on to g.Target, measures again, and times
 // Delete Table.
@@ -191,6 +228,13 @@ func (r *Runner) RunGrowth(ctx context.Context, g GrowthConfig) (*GrowthReport, 
 		}
 		p.Get = r.RunWorkload(ctx, "get")
 		p.Range = r.RunWorkload(ctx, "range")
+		if g.Settle > 0 && g.ServerPID > 0 && ctx.Err() == nil {
+			st := &SettledPoint{}
+			st.WaitSeconds, st.Idle = waitIdle(ctx, g.ServerPID, g.Settle, r.log)
+			st.Get = r.RunWorkload(ctx, "get")
+			st.Range = r.RunWorkload(ctx, "range")
+			p.Settled = st
+		}
 		p.RSSNowKiB = rss.sample()
 		p.RSSMaxKiB = rss.max.Load()
 		p.DataBytes = dirSize(g.ServerData)
@@ -247,6 +291,26 @@ func WriteGrowth(w io.Writer, rep *GrowthReport) {
 	row("range entities/s", func(p GrowthPoint) string { return fmtRate(p.Range.EntitiesPerSec) })
 	row("range p99 ms", func(p GrowthPoint) string { return fmtMs(p.Range.P99Ms) })
 	row("range errors", func(p GrowthPoint) string { return fmt.Sprint(p.Range.Errors) })
+	if rep.Points[0].Settled != nil {
+		settled := func(f func(st *SettledPoint) string) func(p GrowthPoint) string {
+			return func(p GrowthPoint) string {
+				if p.Settled == nil {
+					return "-"
+				}
+				return f(p.Settled)
+			}
+		}
+		row("wait until the server is idle (s)", settled(func(st *SettledPoint) string {
+			if !st.Idle {
+				return fmt.Sprintf("%.0f (still busy)", st.WaitSeconds)
+			}
+			return fmt.Sprintf("%.0f", st.WaitSeconds)
+		}))
+		row("idle: point get ops/s", settled(func(st *SettledPoint) string { return fmtRate(st.Get.OpsPerSec) }))
+		row("idle: point get p99 ms", settled(func(st *SettledPoint) string { return fmtMs(st.Get.P99Ms) }))
+		row("idle: range entities/s", settled(func(st *SettledPoint) string { return fmtRate(st.Range.EntitiesPerSec) }))
+		row("idle: errors (get / range)", settled(func(st *SettledPoint) string { return fmt.Sprintf("%d / %d", st.Get.Errors, st.Range.Errors) }))
+	}
 	row("server VmRSS max so far (MiB)", func(p GrowthPoint) string { return mib(p.RSSMaxKiB << 10) })
 	row("server VmRSS now (MiB)", func(p GrowthPoint) string { return mib(p.RSSNowKiB << 10) })
 	row("data dir (MiB)", func(p GrowthPoint) string { return mib(p.DataBytes) })

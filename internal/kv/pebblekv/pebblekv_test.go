@@ -2,6 +2,9 @@ package pebblekv_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -89,4 +92,45 @@ func TestOpenOlderFormat(t *testing.T) {
 			t.Fatalf("Get(%s): %v", key, err)
 		}
 	}
+}
+
+// BenchmarkUpdate100x1K is the engine's ceiling for $batch: synced commits
+// of 100 new 1 KiB values from 16 concurrent writers, no HTTP and no
+// entity encoding. Run it long enough for flushes and compactions to count:
+//
+//	go test ./internal/kv/pebblekv -run '^$' -bench Update100x1K -benchtime 3000x
+func BenchmarkUpdate100x1K(b *testing.B) {
+	db, err := pebblekv.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	val := make([]byte, 1024)
+	for i := range val {
+		val[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/"[(i*7919)%64]
+	}
+	var next atomic.Uint64
+	b.SetBytes(100 * 1024)
+	b.SetParallelism(8) // 16 writers on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		key := make([]byte, 0, 32)
+		for pb.Next() {
+			base := next.Add(100) - 100
+			err := db.Update(context.Background(), func(tx kv.Txn) error {
+				for i := range uint64(100) {
+					key = fmt.Appendf(key[:0], "t/p%04d/r%012d", (base/100)%16, base+i)
+					if err := tx.Set(key, val); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "entities/s")
 }
