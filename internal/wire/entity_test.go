@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"strings"
 	"testing"
@@ -241,5 +243,28 @@ func BenchmarkAppendEntity1K(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		buf = AppendEntity(buf[:0], e, o)
+	}
+}
+
+// TestAppendXMLErrorEscapes checks that a message quoting request input
+// stays well-formed XML and reads back as written.
+func TestAppendXMLErrorEscapes(t *testing.T) {
+	msg := `The table name 'a<b>&"c' is invalid.`
+	body := AppendXMLError([]byte("prefix:"), "InvalidResourceName", msg, "rid-1", 0)
+	if !bytes.HasPrefix(body, []byte("prefix:")) {
+		t.Fatalf("prefix lost: %q", body)
+	}
+	var doc struct {
+		Code    string `xml:"code"`
+		Message string `xml:"message"`
+	}
+	if err := xml.Unmarshal(body[len("prefix:"):], &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, body)
+	}
+	if doc.Code != "InvalidResourceName" {
+		t.Errorf("code = %q", doc.Code)
+	}
+	if !strings.HasPrefix(doc.Message, msg+"\nRequestId:rid-1\nTime:") {
+		t.Errorf("message = %q", doc.Message)
 	}
 }
