@@ -261,6 +261,10 @@ func (t *txn) Delete(key []byte) error                       { return t.b.Delete
 
 type iter struct{ *pebble.Iterator }
 
+// Value returns nil when a separated value cannot be read from its blob
+// file; Pebble then records the error (returned by Error) and exhausts the
+// iterator, so callers' loops end and report it
+// (TestIteratorReportsValueReadErrors).
 func (it iter) Value() []byte {
 	v, err := it.Iterator.ValueAndErr()
 	if err != nil {

@@ -3,11 +3,15 @@ package pebblekv_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/kvtest"
@@ -133,4 +137,68 @@ func BenchmarkUpdate100x1K(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "entities/s")
+}
+
+// TestIteratorReportsValueReadErrors checks that a value that cannot be read
+// (separated values live in blob files, read when Value is called) is
+// reported by Error instead of looking like an empty value.
+func TestIteratorReportsValueReadErrors(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	db, err := pebblekv.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), 1024)
+	for i := 0; i < 4096; i++ {
+		key := []byte(fmt.Sprintf("k%05d", i))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	blobs := 0
+	names, _ := mem.List("db")
+	for _, n := range names {
+		if strings.HasSuffix(n, ".blob") {
+			blobs++
+		}
+	}
+	if blobs == 0 {
+		t.Fatalf("no blob files were written: %v", names)
+	}
+
+	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})}
+	opts.FS = errorfs.Wrap(mem, failing)
+	db, err = pebblekv.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	failing.On()
+	n := 0
+	err = db.View(context.Background(), func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			if v := it.Value(); v == nil {
+				break
+			}
+			n++
+		}
+		return it.Error()
+	})
+	if !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("after %d values, the iterator's error = %v, want the injected read error", n, err)
+	}
 }
