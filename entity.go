@@ -324,6 +324,12 @@ func (e *Entity) Validate() error {
 	if len(e.Properties) > MaxCustomProperties {
 		return NewError(CodeTooManyProperties, MsgTooManyProperties)
 	}
+	// A set finds duplicates among many properties (up to 252: a wide
+	// entity); a few are cheaper to compare pairwise.
+	var seen map[string]struct{}
+	if len(e.Properties) > 16 {
+		seen = make(map[string]struct{}, len(e.Properties))
+	}
 	for i, p := range e.Properties {
 		if err := ValidateProperty(p); err != nil {
 			return err
@@ -331,6 +337,13 @@ func (e *Entity) Validate() error {
 		switch p.Name {
 		case PropPartitionKey, PropRowKey, PropTimestamp:
 			return NewError(CodePropertyNameInvalid, MsgPropertyNameInvalid)
+		}
+		if seen != nil {
+			if _, dup := seen[p.Name]; dup {
+				return NewError(CodeDuplicatePropertiesSpecified, MsgDuplicateProperties)
+			}
+			seen[p.Name] = struct{}{}
+			continue
 		}
 		for _, q := range e.Properties[:i] {
 			if q.Name == p.Name {

@@ -1,9 +1,12 @@
 package partita
 
 import (
-	"github.com/partita/partita/edm"
+	"errors"
+	"fmt"
 	"testing"
 	"unicode/utf16"
+
+	"github.com/partita/partita/edm"
 )
 
 func FuzzUTF16Len(f *testing.F) {
@@ -40,6 +43,46 @@ func TestETag_FormAndRoundTrip(t *testing.T) {
 	for _, tk := range []int64{ticks, edm.MinDateTime, edm.MaxDateTime, ticks - ticks%10_000_000} {
 		if got, ok := ParseETag(FormatETag(tk)); !ok || got != tk {
 			t.Errorf("ParseETag(FormatETag(%d)) = %d, %v", tk, got, ok)
+		}
+	}
+}
+
+// wideEntity has n Int32 properties P0..P(n-1).
+func wideEntity(n int) *Entity {
+	e := &Entity{PartitionKey: "pk", RowKey: "rk"}
+	for i := 0; i < n; i++ {
+		e.Properties = append(e.Properties, Property{Name: fmt.Sprintf("P%d", i), Value: edm.Int32Value(int32(i))})
+	}
+	return e
+}
+
+func TestValidate_DuplicateNames(t *testing.T) {
+	for _, n := range []int{1, 2, 16, 17, 100, MaxCustomProperties} {
+		e := wideEntity(n)
+		if err := e.Validate(); err != nil {
+			t.Errorf("%d distinct properties: %v", n, err)
+		}
+		if n < 2 {
+			continue
+		}
+		for _, at := range []int{1, n / 2, n - 1} {
+			d := wideEntity(n)
+			d.Properties[at].Name = d.Properties[at-1].Name
+			err := d.Validate()
+			var pe *Error
+			if !errors.As(err, &pe) || pe.Code != CodeDuplicatePropertiesSpecified {
+				t.Errorf("%d properties, duplicate at %d: %v", n, at, err)
+			}
+		}
+	}
+}
+
+func BenchmarkValidateWide(b *testing.B) {
+	e := wideEntity(MaxCustomProperties)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.Validate(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
