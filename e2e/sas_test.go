@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -331,6 +332,45 @@ func TestAccountSAS(t *testing.T) {
 	} {
 		if got := codeOf(tt.run(tt.c)); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestSASRefusesBeforeReadingTheBody checks that an entity write the SAS
+// does not allow is refused as such even when its body is malformed: the
+// permission follows from the method and If-Match, so the body is not read.
+func TestSASRefusesBeforeReadingTheBody(t *testing.T) {
+	s := StartServer(t, "")
+	const tbl = "sasbody"
+	if _, err := serviceClient(t, s).CreateTable(ctx, tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, sas, method, ifMatch, key, want string
+	}{
+		{"update without u", sasSpec{table: tbl, perms: "rad"}.build(t), "PUT", "*", "(PartitionKey='b',RowKey='r')", "403 AuthorizationPermissionMismatch"},
+		{"merge without u", sasSpec{table: tbl, perms: "rad"}.build(t), "MERGE", "*", "(PartitionKey='b',RowKey='r')", "403 AuthorizationPermissionMismatch"},
+		{"upsert without a", sasSpec{table: tbl, perms: "rud"}.build(t), "PUT", "", "(PartitionKey='b',RowKey='r')", "403 AuthorizationPermissionMismatch"},
+		{"outside key range", sasSpec{table: tbl, perms: "raud", spk: "a", epk: "b"}.build(t), "PUT", "", "(PartitionKey='c',RowKey='r')", "403 AuthorizationFailure"},
+		{"allowed", sasSpec{table: tbl, perms: "raud"}.build(t), "PUT", "", "(PartitionKey='b',RowKey='r')", "400 InvalidInput"},
+	}
+	for _, tc := range cases {
+		req, err := http.NewRequest(tc.method, s.Endpoint()+"/"+tbl+tc.key+"?"+tc.sas, strings.NewReader(`{"V": not json`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-ms-version", "2019-02-02")
+		if tc.ifMatch != "" {
+			req.Header.Set("If-Match", tc.ifMatch)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code")); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -96,6 +96,17 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if err != nil {
 		return err
 	}
+	// The operation, hence the permission it needs, follows from the
+	// method and If-Match alone: a denied request is refused before its
+	// body is read.
+	kind := writeKind(merge, cond)
+	rc.op = kind.String()
+	if err := rc.authorize(operationOf(kind), table); err != nil {
+		return err
+	}
+	if err := rc.authorizeKey(key); err != nil {
+		return err
+	}
 	body, err := readBody(w, r, maxEntityBody)
 	if err != nil {
 		return err
@@ -106,14 +117,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	}
 	// The URL's keys win over the body's (PROTOCOL §3.2).
 	e.PartitionKey, e.RowKey = key.PartitionKey, key.RowKey
-	op := partita.Op{Kind: writeKind(merge, cond), Entity: e, If: cond}
-	rc.op = op.Kind.String()
-	if err := rc.authorize(operationOf(op.Kind), table); err != nil {
-		return err
-	}
-	if err := rc.authorizeKey(key); err != nil {
-		return err
-	}
+	op := partita.Op{Kind: kind, Entity: e, If: cond}
 	badKey := !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey)
 	if badKey && cond.Kind != partita.Unconditional {
 		// An update of a key that cannot exist finds nothing; an upsert
