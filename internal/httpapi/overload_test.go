@@ -30,7 +30,7 @@ func (b *blockingStore) QueryTables(ctx context.Context, account string, q parti
 
 const testKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-func signedRequest(t *testing.T, method, path string) *http.Request {
+func signedRequest(t testing.TB, method, path string) *http.Request {
 	t.Helper()
 	r := httptest.NewRequest(method, "http://127.0.0.1:10002"+path, nil)
 	date := time.Now().UTC().Format(http.TimeFormat)
