@@ -169,7 +169,9 @@ func Decode(contentType string, body []byte, maxOps int) (*Batch, error) {
 	if err := checkTransferEncoding(part.Header); err != nil {
 		return nil, err
 	}
-	content, err := io.ReadAll(part)
+	// The part is a piece of body, so a buffer of body's size holds it
+	// without regrowing.
+	content, err := readInto(make([]byte, 0, len(body)), part)
 	if err != nil {
 		return nil, invalid(-1, "batch part: %v", err)
 	}
@@ -294,43 +296,51 @@ func checkTransferEncoding(h textproto.MIMEHeader) error {
 func parseRequest(data []byte, index int) (Request, error) {
 	var req Request
 
+	// The request line and the headers are read from one string copy of
+	// them, so the method, target, header names and values are substrings
+	// of it instead of an allocation each.
+	text := string(data[:headerEnd(data)])
+	rest := text
+
 	// Request line, after any blank lines.
-	var line []byte
+	var line string
 	for {
-		if len(data) == 0 {
+		if len(rest) == 0 {
 			return req, invalid(index, "sub-request has no request line")
 		}
-		line, data = nextLine(data)
-		if len(bytes.Trim(line, " \t")) != 0 {
+		line, rest = nextLine(rest)
+		if len(strings.Trim(line, " \t")) != 0 {
 			break
 		}
 	}
-	line = bytes.Trim(line, " \t")
-	sp1 := bytes.IndexByte(line, ' ')
-	sp2 := bytes.LastIndexByte(line, ' ')
+	line = strings.Trim(line, " \t")
+	sp1 := strings.IndexByte(line, ' ')
+	sp2 := strings.LastIndexByte(line, ' ')
 	if sp1 <= 0 || sp2 <= sp1 {
-		return req, invalid(index, "malformed request line %q", clip(line))
+		return req, invalid(index, "malformed request line %q", clip([]byte(line)))
 	}
 	method := line[:sp1]
-	target := bytes.Trim(line[sp1+1:sp2], " ")
+	target := strings.Trim(line[sp1+1:sp2], " ")
 	proto := line[sp2+1:]
 	if !isToken(method) {
-		return req, invalid(index, "malformed method in request line %q", clip(line))
+		return req, invalid(index, "malformed method in request line %q", clip([]byte(line)))
 	}
 	if len(target) == 0 || hasCTL(target, false) {
-		return req, invalid(index, "malformed target in request line %q", clip(line))
+		return req, invalid(index, "malformed target in request line %q", clip([]byte(line)))
 	}
-	if len(proto) < 5 || !strings.EqualFold(string(proto[:5]), "HTTP/") {
-		return req, invalid(index, "request line %q does not end in an HTTP version", clip(line))
+	if len(proto) < 5 || !strings.EqualFold(proto[:5], "HTTP/") {
+		return req, invalid(index, "request line %q does not end in an HTTP version", clip([]byte(line)))
 	}
-	req.Method = string(method)
-	req.Target = string(target)
+	req.Method = method
+	req.Target = target
 
-	// Headers up to the first empty line or the end of the part.
-	req.Header = make(http.Header)
+	// Headers up to the first empty line or the end of the part. Each
+	// header's value slice is carved from one backing array.
+	req.Header = make(http.Header, 8)
+	var vals []string
 	var lastKey string
-	for len(data) > 0 {
-		line, data = nextLine(data)
+	for len(rest) > 0 {
+		line, rest = nextLine(rest)
 		if len(line) == 0 {
 			break
 		}
@@ -338,50 +348,82 @@ func parseRequest(data []byte, index int) (Request, error) {
 			if lastKey == "" {
 				return req, invalid(index, "sub-request header block starts with a continuation line")
 			}
-			more := bytes.Trim(line, " \t")
+			more := strings.Trim(line, " \t")
 			if hasCTL(more, true) {
 				return req, invalid(index, "control character in sub-request header %q", clip([]byte(lastKey)))
 			}
 			if len(more) > 0 {
 				vs := req.Header[lastKey]
 				if v := vs[len(vs)-1]; v == "" {
-					vs[len(vs)-1] = string(more)
+					vs[len(vs)-1] = more
 				} else {
-					vs[len(vs)-1] = v + " " + string(more)
+					vs[len(vs)-1] = v + " " + more
 				}
 			}
 			continue
 		}
-		colon := bytes.IndexByte(line, ':')
+		colon := strings.IndexByte(line, ':')
 		if colon < 0 {
-			return req, invalid(index, "malformed sub-request header line %q", clip(line))
+			return req, invalid(index, "malformed sub-request header line %q", clip([]byte(line)))
 		}
-		name := bytes.TrimRight(line[:colon], " \t")
+		name := strings.TrimRight(line[:colon], " \t")
 		if !isToken(name) {
-			return req, invalid(index, "malformed sub-request header name %q", clip(name))
+			return req, invalid(index, "malformed sub-request header name %q", clip([]byte(name)))
 		}
-		value := bytes.Trim(line[colon+1:], " \t")
+		value := strings.Trim(line[colon+1:], " \t")
 		if hasCTL(value, true) {
-			return req, invalid(index, "control character in sub-request header %q", clip(name))
+			return req, invalid(index, "control character in sub-request header %q", clip([]byte(name)))
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(name))
-		req.Header[key] = append(req.Header[key], string(value))
+		key := textproto.CanonicalMIMEHeaderKey(name)
+		if vs, ok := req.Header[key]; ok {
+			req.Header[key] = append(vs, value)
+		} else {
+			if len(vals) == cap(vals) {
+				vals = make([]string, 0, 8)
+			}
+			vals = append(vals, value)
+			req.Header[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+		}
 		lastKey = key
 	}
 
-	if body := bytes.Trim(data, " \t\r\n"); len(body) > 0 {
+	body := data[len(text)-len(rest):]
+	if body := bytes.Trim(body, " \t\r\n"); len(body) > 0 {
 		req.Body = body
 	}
 	req.ContentID = req.Header.Get("Content-Id")
 	return req, nil
 }
 
+// headerEnd returns the length of data's head, the part parseRequest reads
+// as text: any blank lines, the request line and the header lines through
+// the empty line that ends them (all of data when none does).
+func headerEnd(data []byte) int {
+	i, started := 0, false
+	for i < len(data) {
+		j := bytes.IndexByte(data[i:], '\n')
+		if j < 0 {
+			break
+		}
+		line := bytes.TrimSuffix(data[i:i+j], []byte("\r"))
+		i += j + 1
+		if !started {
+			started = len(bytes.Trim(line, " \t")) != 0
+			continue
+		}
+		if len(line) == 0 {
+			return i
+		}
+	}
+	return len(data)
+}
+
 // nextLine splits off the first line of data, without its LF and without one
 // CR before the LF.
-func nextLine(data []byte) (line, rest []byte) {
-	i := bytes.IndexByte(data, '\n')
+func nextLine(data string) (line, rest string) {
+	i := strings.IndexByte(data, '\n')
 	if i < 0 {
-		line, rest = data, nil
+		line, rest = data, ""
 	} else {
 		line, rest = data[:i], data[i+1:]
 	}
@@ -431,12 +473,12 @@ func validBoundary(b string) bool {
 	return b != "" && len(b) <= 200 && !strings.ContainsAny(b, "\r\n")
 }
 
-func isToken(b []byte) bool {
+func isToken(b string) bool {
 	if len(b) == 0 {
 		return false
 	}
-	for _, c := range b {
-		if !isTokenByte(c) {
+	for i := 0; i < len(b); i++ {
+		if !isTokenByte(b[i]) {
 			return false
 		}
 	}
@@ -453,8 +495,9 @@ func isTokenByte(c byte) bool {
 
 // hasCTL reports whether b holds an ASCII control character (HTAB allowed
 // when allowTab).
-func hasCTL(b []byte, allowTab bool) bool {
-	for _, c := range b {
+func hasCTL(b string, allowTab bool) bool {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		if (c < 0x20 && !(allowTab && c == '\t')) || c == 0x7f {
 			return true
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Response is one sub-response of a batch response.
@@ -60,6 +61,7 @@ func ContentType(boundary string) string {
 // The boundaries must not occur in any header or body (NewBoundaries gives
 // random ones).
 func AppendResponse(dst []byte, batchBoundary, changesetBoundary string, resps []Response) []byte {
+	dst = slices.Grow(dst, responseSize(batchBoundary, changesetBoundary, resps))
 	dst = append(dst, "--"...)
 	dst = append(dst, batchBoundary...)
 	dst = append(dst, "\r\nContent-Type: multipart/mixed; boundary="...)
@@ -77,6 +79,21 @@ func AppendResponse(dst []byte, batchBoundary, changesetBoundary string, resps [
 	dst = append(dst, batchBoundary...)
 	dst = append(dst, "--\r\n"...)
 	return dst
+}
+
+// responseSize is about the length AppendResponse appends (status texts
+// and fixed lines are counted generously), so the body is built in one
+// allocation.
+func responseSize(batchBoundary, changesetBoundary string, resps []Response) int {
+	n := 2*len(batchBoundary) + 3*len(changesetBoundary) + 64
+	for i := range resps {
+		r := &resps[i]
+		n += len(changesetBoundary) + 160 + len(r.ContentID) + len(r.Body)
+		for _, f := range r.Header {
+			n += len(f.Name) + len(f.Value) + 4
+		}
+	}
+	return n
 }
 
 // AppendRetrieveResponse appends the response body of a retrieve batch
@@ -121,6 +138,9 @@ func appendHeaderLine(dst []byte, name, value string) []byte {
 }
 
 func appendNoNewline(dst []byte, s string) []byte {
+	if strings.IndexByte(s, '\n') < 0 && strings.IndexByte(s, '\r') < 0 {
+		return append(dst, s...)
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '\r' || c == '\n' {

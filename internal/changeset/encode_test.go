@@ -146,6 +146,39 @@ func TestAppendResponseContentIDAndReasons(t *testing.T) {
 	}
 }
 
+// TestAppendResponseOneAllocation: responseSize covers what AppendResponse
+// writes, for every status the service answers with, so a 100-operation
+// response is built without regrowing.
+func TestAppendResponseOneAllocation(t *testing.T) {
+	var resps []Response
+	for st := 100; st < 600; st++ {
+		if http.StatusText(st) == "" {
+			continue
+		}
+		resps = append(resps, Response{Status: st, ContentID: strconv.Itoa(st), Body: make([]byte, st%7*100),
+			Header: []HeaderField{{"Location", strings.Repeat("x", st%50)}, {"ETag", `W/"datetime'2024-01-01T00%3A00%3A00.0000000Z'"`}}})
+	}
+	bb, cb := "batchresponse_"+strings.Repeat("b", 36), "changesetresponse_"+strings.Repeat("c", 36)
+	for i := range resps {
+		one := resps[i : i+1]
+		if n, size := len(AppendResponse(nil, bb, cb, one)), responseSize(bb, cb, one); n > size {
+			t.Fatalf("status %d: response is %d bytes, responseSize said %d", one[0].Status, n, size)
+		}
+	}
+	// A hundred parts of the longest reason phrase and every header, so
+	// the envelope's slack cannot hide a per-part shortfall.
+	long := make([]Response, 100)
+	for i := range long {
+		long[i] = Response{Status: http.StatusNetworkAuthenticationRequired, ContentID: "100", Header: []HeaderField{{"X", "y"}}}
+	}
+	if n, size := len(AppendResponse(nil, bb, cb, long)), responseSize(bb, cb, long); n > size {
+		t.Fatalf("100 parts: response is %d bytes, responseSize said %d", n, size)
+	}
+	if n := testing.AllocsPerRun(10, func() { AppendResponse(nil, bb, cb, resps) }); n != 1 {
+		t.Fatalf("AppendResponse of %d parts: %v allocations, want 1", len(resps), n)
+	}
+}
+
 func TestAppendRetrieveResponse(t *testing.T) {
 	got := string(AppendRetrieveResponse(nil, "batchresponse_x", Response{
 		Status: 200,
