@@ -56,9 +56,11 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 	if !utf8.Valid(body) {
 		return nil, false, false, invalidInput()
 	}
-	var props []rawProp
+	// Room for a typical entity's members up front, so the appends below
+	// do not regrow slice after slice.
+	props := make([]rawProp, 0, 16)
 	var types annotations
-	var names dupSet
+	names := dupSet{list: make([]string, 0, 16)}
 	err := scanObject(body, func(name string, v any) error {
 		if names.add(name) {
 			return partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)

@@ -73,7 +73,8 @@ func TestScanObject(t *testing.T) {
 // a flat object, with the same members, for every valid UTF-8 input (the
 // decoder rejects invalid UTF-8 before scanning).
 func FuzzScanObject(f *testing.F) {
-	for _, s := range []string{`{"a":1,"b":"\u00e9","c":[1]}`, `{"x":-1.5E-7,"y":null}`, `{"\ud83d\ude00":"\ud800x"}`} {
+	for _, s := range []string{`{"a":1,"b":"\u00e9","c":[1]}`, `{"x":-1.5E-7,"y":null}`, `{"\ud83d\ude00":"\ud800x"}`,
+		`{"long":"0123456789abcdefghijklmnop\"qrstuvwxyz","k":"abcdefgh"}`, "{\"ctl\":\"0123456789abcdef\x01\"}", `{"abcdefghijklmnopq":"abcdefghijklmnopé\\x"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
