@@ -3,6 +3,7 @@ package partita
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf16"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func FuzzUTF16Len(f *testing.F) {
-	for _, s := range []string{"", "abc", "é", "😀", "\ue000", "\xff\xfe", "a\x80b", "\xf0\x9f"} {
+	for _, s := range []string{"", "abc", "é", "😀", "\ue000", "\xff\xfe", "a\x80b", "\xf0\x9f", "abcdefgh", "abcdefghijklmnop😀", "01234567\xf0\x9f", "0123456789abcdeé"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -83,6 +84,16 @@ func BenchmarkValidateWide(b *testing.B) {
 	for b.Loop() {
 		if err := e.Validate(); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkUTF16Len1K(b *testing.B) {
+	s := strings.Repeat("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/", 16)
+	b.SetBytes(int64(len(s)))
+	for i := 0; i < b.N; i++ {
+		if utf16Len(s) != len(s) {
+			b.Fatal("wrong length")
 		}
 	}
 }
