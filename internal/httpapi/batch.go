@@ -122,7 +122,7 @@ func writeBatchResponse(w http.ResponseWriter, boundary string, body []byte) {
 // batchSuccess builds the sub-response of a successful operation.
 func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
 	e := o.op.Entity
-	resp := changeset.Response{Status: http.StatusNoContent, ContentID: o.contentID}
+	resp := changeset.Response{Status: http.StatusNoContent, ContentID: o.contentID, Header: make([]changeset.HeaderField, 0, 7)}
 	add := func(n, v string) { resp.Header = append(resp.Header, changeset.HeaderField{Name: n, Value: v}) }
 	add("X-Content-Type-Options", "nosniff")
 	add("Cache-Control", "no-cache")

@@ -53,6 +53,17 @@ func appendEntity(b []byte, e *partita.Entity) []byte {
 	return b
 }
 
+// encodedSize bounds len(appendEntity(nil, e)) from above, so the
+// encoding can be written into one allocation: every varint takes at most
+// binary.MaxVarintLen64 bytes.
+func encodedSize(e *partita.Entity) int {
+	n := 1 + 2*binary.MaxVarintLen64
+	for _, p := range e.Properties {
+		n += 2*binary.MaxVarintLen64 + 1 + len(p.Name) + len(p.Value.Str) + len(p.Value.Bin)
+	}
+	return n
+}
+
 // valuePrefix returns the first bytes of every encoded entity whose
 // Timestamp is ticks: an ETag condition is a prefix test (uvarints are
 // prefix-free, so no other Timestamp's encoding starts the same way).

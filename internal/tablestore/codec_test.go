@@ -45,6 +45,9 @@ func TestCodec_RoundTrip(t *testing.T) {
 	if !equalEntities(e, &got) {
 		t.Fatalf("round trip = %+v, want %+v", got, e)
 	}
+	if n, size := len(appendEntity(nil, e)), encodedSize(e); n > size {
+		t.Fatalf("encoding is %d bytes, encodedSize said at most %d", n, size)
+	}
 }
 
 // FuzzDecodeEntity: no panic on any input; whatever decodes re-encodes to
@@ -59,6 +62,9 @@ func FuzzDecodeEntity(f *testing.F) {
 			return
 		}
 		again := appendEntity(nil, &e)
+		if n := encodedSize(&e); len(again) > n {
+			t.Fatalf("encoding is %d bytes, encodedSize said at most %d", len(again), n)
+		}
 		var e2 partita.Entity
 		if err := decodeEntity(again, &e2); err != nil || !equalEntities(&e, &e2) {
 			t.Fatalf("re-decode failed: %v", err)

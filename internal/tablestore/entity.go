@@ -174,7 +174,7 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 	if op.Kind != partita.OpDelete {
 		ts = s.tick(after)
 		e.Timestamp = ts
-		w.Value = appendEntity(make([]byte, 0, 64+16*len(e.Properties)), e)
+		w.Value = appendEntity(make([]byte, 0, encodedSize(e)), e)
 	}
 	applied, err := cw(ctx, w)
 	if err != nil || !applied {
@@ -312,7 +312,7 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 	}
 	stored.Timestamp = s.tick(after)
 	e.Timestamp = stored.Timestamp
-	val := appendEntity(make([]byte, 0, 64+16*len(stored.Properties)), stored)
+	val := appendEntity(make([]byte, 0, encodedSize(stored)), stored)
 	if err := tx.Set(key, val); err != nil {
 		return partita.Result{}, fmt.Errorf("write entity: %w", err)
 	}
