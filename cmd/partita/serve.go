@@ -50,8 +50,8 @@ type Config struct {
 	MaxInFlight int
 	QueueWait   time.Duration
 	// GCPercent and GoMemLimitMB tune Go's garbage collector (GOGC and
-	// GOMEMLIMIT); negative leaves Go's own setting.
-	GCPercent    int
+	// GOMEMLIMIT give their defaults); negative leaves Go's own setting.
+	GCPercent    int64
 	GoMemLimitMB int64
 }
 
@@ -62,16 +62,34 @@ func envOr(name, def string) string {
 	return def
 }
 
-// envInt is the integer in variable name, else def (also when it is not an
-// integer, such as GOGC=off, which Go itself then applies).
-func envInt(name string, def int) int {
-	if v, ok := os.LookupEnv(name); ok {
-		if n, err := strconv.Atoi(v); err == nil {
-			return n
-		}
-		return -1
+// envGC is the default of a GC flag whose Go variable is name: def when
+// the variable is unset, its value when it is a plain integer, and -1
+// ("leave Go's own setting", which Go took from the variable at start-up)
+// for anything else, such as GOGC=off or GOMEMLIMIT=1GiB.
+func envGC(name string, def int64) int64 {
+	v, ok := os.LookupEnv(name)
+	if !ok {
+		return def
 	}
-	return def
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if name == "GOMEMLIMIT" {
+			return n >> 20 // bytes there, MiB here
+		}
+		return n
+	}
+	return -1
+}
+
+// defaultGoMemLimitMB is the soft limit when neither the flag nor
+// GOMEMLIMIT gives one. With cgo, Pebble allocates its block cache and
+// memtables outside the Go heap, so 160 MiB bounds the rest; without cgo
+// they are on the Go heap and such a limit would make the GC run
+// constantly, so there is none.
+func defaultGoMemLimitMB() int64 {
+	if pebbleOffHeap {
+		return 160
+	}
+	return 0
 }
 
 func parseConfig(args []string, stderr io.Writer) (Config, error) {
@@ -93,8 +111,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
-	fs.IntVar(&c.GCPercent, "gc-percent", envInt("GOGC", 200), "Go's GC target (GOGC): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
-	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", 160, "soft limit (MiB) on the Go runtime's memory: past it the GC runs more often, whatever --gc-percent says; Pebble's block cache and memtables (~100 MiB) are outside it; 0 disables (GOMEMLIMIT, when set, wins)")
+	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", 200), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
+	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
 		fs.PrintDefaults()
@@ -128,9 +146,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// throughput (400%: ~12%) for ~23 MiB more peak RSS under 1,000
 	// clients (400%: ~60 MiB); docs/PERFORMANCE.md.
 	if c.GCPercent >= 0 {
-		debug.SetGCPercent(c.GCPercent)
+		debug.SetGCPercent(int(c.GCPercent))
 	}
-	if _, set := os.LookupEnv("GOMEMLIMIT"); !set && c.GoMemLimitMB > 0 {
+	if c.GoMemLimitMB > 0 {
 		debug.SetMemoryLimit(c.GoMemLimitMB << 20)
 	}
 	var level slog.Level

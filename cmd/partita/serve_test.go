@@ -6,42 +6,48 @@ import (
 	"testing"
 )
 
-// TestServeGCFlags: the GC target defaults to 200, follows GOGC when it is
-// set, and leaves Go's own setting (negative) for GOGC=off; the flag wins
-// over both.
+// TestServeGCFlags: the GC target defaults to 200 and the soft memory
+// limit to 160 MiB (with cgo; none without); GOGC and GOMEMLIMIT, when set,
+// give the defaults instead (-1, "leave Go's own", for values such as off
+// or 1GiB); the flags win over everything.
 func TestServeGCFlags(t *testing.T) {
+	defLimit := int64(160)
+	if !pebbleOffHeap {
+		defLimit = 0
+	}
 	for _, tc := range []struct {
-		gogc   string // "" = unset
-		args   []string
-		want   int
-		wantMB int64
+		gogc, gomemlimit string // "" = unset
+		args             []string
+		want, wantMB     int64
 	}{
-		{"", nil, 200, 160},
-		{"50", nil, 50, 160},
-		{"off", nil, -1, 160},
-		{"50", []string{"--gc-percent", "100", "--go-mem-limit-mb", "0"}, 100, 0},
+		{"", "", nil, 200, defLimit},
+		{"50", "", nil, 50, defLimit},
+		{"off", "", nil, -1, defLimit},
+		{"", "268435456", nil, 200, 256},
+		{"", "1GiB", nil, 200, -1},
+		{"50", "1GiB", []string{"--gc-percent", "100", "--go-mem-limit-mb", "64"}, 100, 64},
 	} {
-		if tc.gogc == "" {
-			t.Setenv("GOGC", "")
-			unsetenv(t, "GOGC")
-		} else {
-			t.Setenv("GOGC", tc.gogc)
-		}
+		setenv(t, "GOGC", tc.gogc)
+		setenv(t, "GOMEMLIMIT", tc.gomemlimit)
 		c, err := parseConfig(tc.args, io.Discard)
 		if err != nil {
-			t.Fatalf("GOGC=%q %v: %v", tc.gogc, tc.args, err)
+			t.Fatalf("GOGC=%q GOMEMLIMIT=%q %v: %v", tc.gogc, tc.gomemlimit, tc.args, err)
 		}
 		if c.GCPercent != tc.want || c.GoMemLimitMB != tc.wantMB {
-			t.Errorf("GOGC=%q %v: gc-percent %d, go-mem-limit-mb %d; want %d, %d", tc.gogc, tc.args, c.GCPercent, c.GoMemLimitMB, tc.want, tc.wantMB)
+			t.Errorf("GOGC=%q GOMEMLIMIT=%q %v: gc-percent %d, go-mem-limit-mb %d; want %d, %d",
+				tc.gogc, tc.gomemlimit, tc.args, c.GCPercent, c.GoMemLimitMB, tc.want, tc.wantMB)
 		}
 	}
 }
 
-// unsetenv removes name for the rest of the test (after t.Setenv has
-// arranged for its old value to come back).
-func unsetenv(t *testing.T, name string) {
+// setenv sets name to v for the rest of the test, or unsets it when v is
+// empty; t.Setenv restores the old value either way.
+func setenv(t *testing.T, name, v string) {
 	t.Helper()
-	if err := os.Unsetenv(name); err != nil {
-		t.Fatal(err)
+	t.Setenv(name, v)
+	if v == "" {
+		if err := os.Unsetenv(name); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
