@@ -9,9 +9,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,6 +38,9 @@ const MaxClockSkew = 15 * time.Minute
 type Account struct {
 	Name string
 	Keys [][]byte
+
+	macsOnce sync.Once
+	macs     []sync.Pool // keyed HMAC states, one pool per key
 }
 
 // Keyring maps account names to accounts.
@@ -111,8 +116,11 @@ type Request struct {
 // Verify checks the request's SharedKey or SharedKeyLite signature.
 // signingAccount is the account the signature is computed with (the
 // primary name, without "-secondary"). It returns the account on success.
+//
+// It runs on every request, so it builds the string to sign in a pooled
+// buffer and reuses keyed HMAC states instead of allocating them.
 func (kr Keyring) Verify(r Request, signingAccount string, now time.Time) (*Account, error) {
-	h := r.Header.Get("Authorization")
+	h := headerValue(r.Header, "Authorization")
 	if h == "" {
 		return nil, ErrNoCredentials
 	}
@@ -128,40 +136,152 @@ func (kr Keyring) Verify(r Request, signingAccount string, now time.Time) (*Acco
 	if !ok || strings.TrimSuffix(signingAccount, "-secondary") != name {
 		return nil, ErrUnknownAccount
 	}
-	date := r.Header.Get("x-ms-date")
+	date := headerValue(r.Header, "X-Ms-Date")
 	if date == "" {
-		date = r.Header.Get("Date")
+		date = headerValue(r.Header, "Date")
 	}
-	t, err := http.ParseTime(date)
-	if err != nil || t.Sub(now) > MaxClockSkew || now.Sub(t) > MaxClockSkew {
+	t, ok := parseHTTPDate(date)
+	if !ok {
+		var err error
+		if t, err = http.ParseTime(date); err != nil {
+			return nil, ErrClockSkew
+		}
+	}
+	if t.Sub(now) > MaxClockSkew || now.Sub(t) > MaxClockSkew {
 		return nil, ErrClockSkew
 	}
-	resources := []string{CanonicalizedResource(name, r.RawPath, r.Query)}
-	var toSign []string
-	switch scheme {
-	case "SharedKeyLite":
-		for _, res := range resources {
-			toSign = append(toSign, StringToSignLite(date, res))
-		}
-	case "SharedKey":
-		for _, res := range resources {
-			toSign = append(toSign, StringToSignFull(r.Method, r.Header.Get("Content-MD5"), r.Header.Get("Content-Type"), date, res))
-		}
-	default:
+	if scheme != "SharedKeyLite" && scheme != "SharedKey" {
 		return nil, ErrMalformed
 	}
-	got, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil {
+	var got [sha256.Size]byte
+	if base64.StdEncoding.DecodedLen(len(sig)) > 2*sha256.Size {
 		return nil, ErrSignatureMismatch
 	}
-	for _, key := range a.Keys {
-		for _, s := range toSign {
-			m := hmac.New(sha256.New, key)
-			m.Write([]byte(s))
-			if hmac.Equal(m.Sum(nil), got) {
-				return a, nil
-			}
+	var dec [2 * sha256.Size]byte
+	n, err := base64.StdEncoding.Decode(dec[:], []byte(sig))
+	if err != nil || n != sha256.Size {
+		return nil, ErrSignatureMismatch
+	}
+	copy(got[:], dec[:n])
+
+	sb := signBufs.Get().(*signBuf)
+	defer signBufs.Put(sb)
+	b := sb.b[:0]
+	if scheme == "SharedKey" {
+		b = append(b, r.Method...)
+		b = append(b, '\n')
+		b = append(b, headerValue(r.Header, "Content-Md5")...)
+		b = append(b, '\n')
+		b = append(b, headerValue(r.Header, "Content-Type")...)
+		b = append(b, '\n')
+	}
+	b = append(b, date...)
+	b = append(b, '\n')
+	b = appendCanonicalizedResource(b, name, r.RawPath, r.Query)
+	sb.b = b
+	for i := range a.Keys {
+		if hmac.Equal(a.sum(i, b, sb.sum[:0]), got[:]) {
+			return a, nil
 		}
 	}
 	return nil, ErrSignatureMismatch
+}
+
+// headerValue is Header.Get for a name already in canonical form: no
+// canonicalization, no allocation.
+func headerValue(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// appendCanonicalizedResource appends CanonicalizedResource's result.
+func appendCanonicalizedResource(b []byte, account, rawPath string, query url.Values) []byte {
+	if rawPath == "" {
+		rawPath = "/"
+	}
+	b = append(b, '/')
+	b = append(b, account...)
+	b = append(b, rawPath...)
+	if comp, ok := query["comp"]; ok && len(comp) > 0 {
+		b = append(b, "?comp="...)
+		b = append(b, comp[0]...)
+	}
+	return b
+}
+
+type signBuf struct {
+	b   []byte
+	sum [sha256.Size]byte
+}
+
+var signBufs = sync.Pool{New: func() any { return &signBuf{b: make([]byte, 0, 256)} }}
+
+// sum appends HMAC-SHA256(a.Keys[i], msg) to dst, with a pooled keyed state.
+func (a *Account) sum(i int, msg, dst []byte) []byte {
+	a.macsOnce.Do(func() {
+		a.macs = make([]sync.Pool, len(a.Keys))
+		for j := range a.Keys {
+			key := a.Keys[j]
+			a.macs[j].New = func() any { return hmac.New(sha256.New, key) }
+		}
+	})
+	m := a.macs[i].Get().(hash.Hash)
+	m.Reset()
+	m.Write(msg)
+	dst = m.Sum(dst)
+	a.macs[i].Put(m)
+	return dst
+}
+
+var weekdays = [...]string{"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"}
+var months = [...]string{"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"}
+
+// parseHTTPDate parses the one form every SDK sends, RFC 1123 with GMT
+// ("Mon, 02 Jan 2006 15:04:05 GMT"), without time.Parse's generality. It
+// accepts only what http.ParseTime accepts, with the same result; anything
+// else reports false and the caller falls back to http.ParseTime.
+func parseHTTPDate(s string) (time.Time, bool) {
+	if len(s) != 29 || s[3] != ',' || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+		s[19] != ':' || s[22] != ':' || s[25:] != " GMT" {
+		return time.Time{}, false
+	}
+	wd := -1
+	for i, w := range weekdays {
+		if s[:3] == w {
+			wd = i
+		}
+	}
+	mon := 0
+	for i, m := range months {
+		if s[8:11] == m {
+			mon = i + 1
+		}
+	}
+	day, ok1 := digits(s[5:7])
+	year, ok2 := digits(s[12:16])
+	hh, ok3 := digits(s[17:19])
+	mm, ok4 := digits(s[20:22])
+	ss, ok5 := digits(s[23:25])
+	if wd < 0 || mon == 0 || !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || hh > 23 || mm > 59 || ss > 59 || day < 1 {
+		return time.Time{}, false
+	}
+	t := time.Date(year, time.Month(mon), day, hh, mm, ss, 0, time.UTC)
+	if t.Day() != day { // 31 Feb and the like: out of range
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+func digits(s string) (int, bool) {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
 }

@@ -94,3 +94,78 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseHTTPDate: the fast date parser agrees with http.ParseTime
+// (the oracle) on everything it accepts, and accepts every date in the
+// form the SDKs send.
+func FuzzParseHTTPDate(f *testing.F) {
+	for _, s := range []string{
+		"Tue, 02 Jan 2024 03:04:05 GMT", "Sun, 29 Feb 2004 23:59:59 GMT",
+		"Mon, 31 Feb 2025 00:00:00 GMT", "Xyz, 02 Jan 2024 03:04:05 GMT",
+		"Tue, 02 Jan 2024 24:04:05 GMT", "Tue, 02 Jan 2024 03:04:60 GMT",
+		"Tue, 00 Jan 2024 03:04:05 GMT", "Tue, 02 Jan 0000 03:04:05 GMT",
+		"Tue, 2 Jan 2024 03:04:05 GMT", "Tuesday, 02-Jan-24 03:04:05 GMT",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseHTTPDate(s)
+		want, err := time.Parse(http.TimeFormat, s)
+		if ok {
+			if err != nil {
+				t.Fatalf("parseHTTPDate(%q) accepted what time.Parse rejects: %v", s, err)
+			}
+			if !got.Equal(want) || got.Location() != time.UTC {
+				t.Fatalf("parseHTTPDate(%q) = %v, time.Parse = %v", s, got, want)
+			}
+		} else if err == nil && want.Year() >= 1000 && s == want.Format(http.TimeFormat) {
+			t.Fatalf("parseHTTPDate(%q) rejected a canonical date", s)
+		}
+	})
+}
+
+func TestParseHTTPDateRoundTrip(t *testing.T) {
+	for ts := time.Date(1999, 12, 31, 23, 59, 59, 0, time.UTC); ts.Year() < 2030; ts = ts.Add(37*time.Hour + 17*time.Minute + 13*time.Second) {
+		s := ts.Format(http.TimeFormat)
+		got, ok := parseHTTPDate(s)
+		if !ok || !got.Equal(ts) {
+			t.Fatalf("parseHTTPDate(%q) = %v, %v; want %v", s, got, ok, ts)
+		}
+	}
+}
+
+// TestVerifyAllocations: verifying a SharedKeyLite request allocates almost
+// nothing once the pools are warm (it runs on every request).
+func TestVerifyAllocations(t *testing.T) {
+	kr, _ := ParseAccounts("devstoreaccount1:" + devKey)
+	now := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	date := "Tue, 02 Jan 2024 03:04:05 GMT"
+	path := "/devstoreaccount1/mytable(PartitionKey='p1',RowKey='r1')"
+	h := http.Header{}
+	h.Set("x-ms-date", date)
+	h.Set("Authorization", "SharedKeyLite devstoreaccount1:"+Sign(kr["devstoreaccount1"].Keys[0], StringToSignLite(date, "/devstoreaccount1"+path)))
+	r := Request{Method: "GET", Header: h, RawPath: path, Query: url.Values{}}
+	if _, err := kr.Verify(r, "devstoreaccount1", now); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { kr.Verify(r, "devstoreaccount1", now) }); n > 1 {
+		t.Errorf("Verify allocates %.0f times per request, want at most 1", n)
+	}
+}
+
+func BenchmarkVerifyLite(b *testing.B) {
+	kr, _ := ParseAccounts("devstoreaccount1:" + devKey)
+	now := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	date := "Tue, 02 Jan 2024 03:04:05 GMT"
+	path := "/devstoreaccount1/mytable(PartitionKey='p1',RowKey='r1')"
+	h := http.Header{}
+	h.Set("x-ms-date", date)
+	h.Set("Authorization", "SharedKeyLite devstoreaccount1:"+Sign(kr["devstoreaccount1"].Keys[0], StringToSignLite(date, "/devstoreaccount1"+path)))
+	r := Request{Method: "GET", Header: h, RawPath: path, Query: url.Values{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kr.Verify(r, "devstoreaccount1", now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
