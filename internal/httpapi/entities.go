@@ -77,7 +77,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 		return err
 	}
 	h := w.Header()
-	h.Set("ETag", e.ETag())
+	h.Set(hdrETag, e.ETag())
 	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
 	h.Set("Location", loc)
 	if pref == "return-no-content" {
@@ -127,7 +127,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if _, err := s.store.Write(r.Context(), rc.account, table, op); err != nil {
 		return err
 	}
-	w.Header().Set("ETag", e.ETag())
+	w.Header().Set(hdrETag, e.ETag())
 	writeNoContent(w)
 	return nil
 }
@@ -168,7 +168,7 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	if err != nil {
 		return err
 	}
-	w.Header().Set("x-partita-query-class", "point")
+	w.Header()[hdrQueryClass] = valPoint
 	e, err := s.store.GetEntity(r.Context(), rc.account, table, key)
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	o := s.entityOptions(rc, table)
 	o.Element = true
 	o.Select = sel
-	w.Header().Set("ETag", e.ETag())
+	w.Header().Set(hdrETag, e.ETag())
 	writeJSON(w, rc, http.StatusOK, wire.AppendEntity(nil, e, o))
 	return nil
 }

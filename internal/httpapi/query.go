@@ -128,7 +128,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	b = append(b, "]}"...)
 	*bp = b
 	h := w.Header()
-	h.Set("x-partita-query-class", info.Class.String())
+	h.Set(hdrQueryClass, info.Class.String())
 	if info.Next != nil {
 		h.Set("x-ms-continuation-NextPartitionKey", wire.EncodeToken(info.Next.PartitionKey))
 		h.Set("x-ms-continuation-NextRowKey", wire.EncodeToken(info.Next.RowKey))

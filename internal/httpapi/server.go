@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/partita/partita"
@@ -42,6 +43,7 @@ type Server struct {
 	now       func() time.Time
 	slots     chan struct{}
 	queueWait time.Duration
+	date      atomic.Pointer[cachedDate]
 }
 
 // New returns a Server.
@@ -131,20 +133,56 @@ func splitAccount(host, rawPath string) (account, signing, resource, prefix stri
 	return strings.TrimSuffix(seg, "-secondary"), seg, rest, "/" + seg, true
 }
 
+// Header names in canonical form (what http.Header.Set would make of them),
+// so that setting them skips canonicalization, and shared values of the
+// headers every response carries. net/http only reads a response's header
+// slices, so sharing them between responses is safe.
+const (
+	hdrETag        = "Etag"
+	hdrRequestID   = "X-Ms-Request-Id"
+	hdrVersion     = "X-Ms-Version"
+	hdrClientReqID = "X-Ms-Client-Request-Id"
+	hdrQueryClass  = "X-Partita-Query-Class"
+)
+
+var (
+	valNosniff = []string{"nosniff"}
+	valServer  = []string{"partita/" + partita.Version}
+	valNoCache = []string{"no-cache"}
+	valZero    = []string{"0"}
+)
+
+// dateHeader is the Date header for now, formatted once per second.
+func (s *Server) dateHeader() []string {
+	now := s.now()
+	sec := now.Unix()
+	if d := s.date.Load(); d != nil && d.sec == sec {
+		return d.val
+	}
+	d := &cachedDate{sec: sec, val: []string{now.UTC().Format(http.TimeFormat)}}
+	s.date.Store(d)
+	return d.val
+}
+
+type cachedDate struct {
+	sec int64
+	val []string
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{id: newRequestID(), op: "Unknown"}
 	h := w.Header()
-	h.Set("x-ms-request-id", rc.id)
-	version := r.Header.Get("x-ms-version")
+	h[hdrRequestID] = []string{rc.id}
+	version := r.Header.Get(hdrVersion)
 	if version == "" {
 		version = "2019-02-02"
 	}
-	h.Set("x-ms-version", version)
-	h.Set("Date", s.now().UTC().Format(http.TimeFormat))
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Server", "partita/"+partita.Version)
-	if id := r.Header.Get("x-ms-client-request-id"); id != "" {
-		h.Set("x-ms-client-request-id", id)
+	h[hdrVersion] = []string{version}
+	h["Date"] = s.dateHeader()
+	h["X-Content-Type-Options"] = valNosniff
+	h["Server"] = valServer
+	if id := r.Header.Get(hdrClientReqID); id != "" {
+		h[hdrClientReqID] = []string{id}
 	}
 	if !s.acquire() {
 		w.Header().Set("Retry-After", "1")

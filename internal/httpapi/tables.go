@@ -12,12 +12,21 @@ import (
 	"github.com/partita/partita/odata"
 )
 
+// contentTypes are the JSON Content-Type values by metadata level.
+var contentTypes = [...][]string{
+	wire.MinimalMetadata: {wire.MinimalMetadata.ContentType()},
+	wire.NoMetadata:      {wire.NoMetadata.ContentType()},
+	wire.FullMetadata:    {wire.FullMetadata.ContentType()},
+}
+
+var valPoint = []string{"point"}
+
 // writeJSON sends a JSON body with the standard success headers.
 func writeJSON(w http.ResponseWriter, rc *reqCtx, status int, body []byte) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Type", rc.meta.ContentType())
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h["Cache-Control"] = valNoCache
+	h["Content-Type"] = contentTypes[rc.meta]
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
 	w.Write(body)
 }
@@ -25,8 +34,8 @@ func writeJSON(w http.ResponseWriter, rc *reqCtx, status int, body []byte) {
 // writeNoContent sends 204 with the standard headers.
 func writeNoContent(w http.ResponseWriter) {
 	h := w.Header()
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Length", "0")
+	h["Cache-Control"] = valNoCache
+	h["Content-Length"] = valZero
 	w.WriteHeader(http.StatusNoContent)
 }
 
