@@ -90,7 +90,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	switch {
 	case *nullAddr != "":
-		return pbench.ServeNull(ctx, *nullAddr, stdout, nil)
+		return pbench.ServeNull(ctx, *nullAddr, cfg.EntitySize, stdout, nil)
 	case *compare != "":
 		return benchCompare(*compare, stdout)
 	}

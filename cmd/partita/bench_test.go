@@ -20,7 +20,7 @@ func TestBenchAgainstDoNothingServer(t *testing.T) {
 	addrc := make(chan net.Addr, 1)
 	srvDone := make(chan error, 1)
 	var srvOut bytes.Buffer
-	go func() { srvDone <- pbench.ServeNull(ctx, "127.0.0.1:0", &srvOut, func(a net.Addr) { addrc <- a }) }()
+	go func() { srvDone <- pbench.ServeNull(ctx, "127.0.0.1:0", 100, &srvOut, func(a net.Addr) { addrc <- a }) }()
 	var addr net.Addr
 	select {
 	case addr = <-addrc:

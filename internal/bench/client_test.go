@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,7 @@ func TestRequestsVerify(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var fails []string
+	null := NullHandler(64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -65,7 +67,7 @@ func TestRequestsVerify(t *testing.T) {
 				fails = append(fails, "batch: unexpected decode")
 			}
 		}
-		serveNull(w, r)
+		null.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
 	cfg := Defaults
@@ -167,4 +169,29 @@ func FuzzCountEntities(f *testing.F) {
 			t.Fatalf("%s: counted %d, encoding/json %d", body, got, want)
 		}
 	})
+}
+
+// TestNullEntitySize: the do-nothing server's canned entity is valid JSON
+// whose Payload has the requested size, for a point GET and in a query.
+func TestNullEntitySize(t *testing.T) {
+	for _, size := range []int{0, 10, 1024} {
+		h := NullHandler(size)
+		for _, path := range []string{"/devstoreaccount1/t(PartitionKey='p',RowKey='r')", "/devstoreaccount1/t()"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+			var e struct {
+				Payload string
+				Value   []struct{ Payload string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+				t.Fatalf("%d %s: %v\n%s", size, path, err, rec.Body.String())
+			}
+			if len(e.Value) == 1 {
+				e.Payload = e.Value[0].Payload
+			}
+			if len(e.Payload) != size || rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {
+				t.Errorf("%d %s: payload %d bytes, Content-Length %s for %d", size, path, len(e.Payload), rec.Header().Get("Content-Length"), rec.Body.Len())
+			}
+		}
+	}
 }

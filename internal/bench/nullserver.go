@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -15,20 +16,19 @@ import (
 // right shape, routing by method only (plus one suffix test that tells a
 // point GET from a query and a $batch from an insert). It authenticates,
 // parses and stores nothing: what `partita bench` measures against it is
-// the ceiling of the client and the HTTP stack on this machine.
+// the ceiling of the client and the HTTP stack on this machine. Its canned
+// entity carries a Payload of the bench's entity size, so that a point GET
+// costs the client what reading a real entity of that size costs.
 
-const nullEntity = `{"odata.etag":"W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\"","PartitionKey":"p0000","RowKey":"r000000000000","Timestamp":"2024-01-02T03:04:05.1234567Z","Seq@odata.type":"Edm.Int64","Seq":"0","Bucket":0,"Payload":"canned"}`
+const nullETag = `W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"`
 
 var (
-	nullEntityBody = []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench/@Element",` + nullEntity[1:])
-	nullQueryBody  = []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench","value":[` + nullEntity + `]}`)
-
 	nullBatchBoundary = "batchresponse_00000000-0000-4000-8000-000000000000"
 	nullCSBoundary    = "changesetresponse_00000000-0000-4000-8000-000000000001"
 	nullBatchBody     = []byte("--" + nullBatchBoundary + "\r\nContent-Type: multipart/mixed; boundary=" + nullCSBoundary + "\r\n\r\n" +
 		"--" + nullCSBoundary + "\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
 		"HTTP/1.1 204 No Content\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nPreference-Applied: return-no-content\r\nDataServiceVersion: 3.0;\r\n" +
-		"ETag: W/\"datetime'2024-01-02T03%3A04%3A05.1234567Z'\"\r\n\r\n\r\n" +
+		"ETag: " + nullETag + "\r\n\r\n\r\n" +
 		"--" + nullCSBoundary + "--\r\n--" + nullBatchBoundary + "--\r\n")
 
 	hJSON        = []string{"application/json;odata=minimalmetadata;streaming=true;charset=utf-8"}
@@ -37,18 +37,39 @@ var (
 	hNosniff     = []string{"nosniff"}
 	hVersion     = []string{apiVersion}
 	hRequestID   = []string{"00000000-0000-4000-8000-000000000000"}
-	hETag        = []string{`W/"datetime'2024-01-02T03%3A04%3A05.1234567Z'"`}
+	hETag        = []string{nullETag}
 	hZero        = []string{"0"}
-	hEntityLen   = []string{strconv.Itoa(len(nullEntityBody))}
-	hQueryLen    = []string{strconv.Itoa(len(nullQueryBody))}
 	hBatchLen    = []string{strconv.Itoa(len(nullBatchBody))}
 	hNoContentPA = []string{"return-no-content"}
 )
 
-// NullHandler is the do-nothing server's handler.
-func NullHandler() http.Handler { return http.HandlerFunc(serveNull) }
+// nullEntity is the canned entity: the bench's properties, with a Payload
+// of payload characters.
+func nullEntity(payload int) string {
+	p := appendPayload(nil, rand.New(rand.NewPCG(1, 2)), payload)
+	return `{"odata.etag":"` + strings.ReplaceAll(nullETag, `"`, `\"`) + `","PartitionKey":"p0000","RowKey":"r000000000000",` +
+		`"Timestamp":"2024-01-02T03:04:05.1234567Z","Seq@odata.type":"Edm.Int64","Seq":"0","Bucket":0,"Payload":"` + string(p) + `"}`
+}
 
-func serveNull(w http.ResponseWriter, r *http.Request) {
+// NullHandler is the do-nothing server's handler; its canned entity has a
+// Payload of payload characters.
+func NullHandler(payload int) http.Handler {
+	e := nullEntity(payload)
+	n := &nullServer{
+		entity: []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench/@Element",` + e[1:]),
+		query:  []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench","value":[` + e + `]}`),
+	}
+	n.entityLen = []string{strconv.Itoa(len(n.entity))}
+	n.queryLen = []string{strconv.Itoa(len(n.query))}
+	return n
+}
+
+type nullServer struct {
+	entity, query       []byte
+	entityLen, queryLen []string
+}
+
+func (n *nullServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Drain the body so the connection stays reusable; nothing is parsed.
 	io.Copy(io.Discard, r.Body)
 	h := w.Header()
@@ -61,15 +82,15 @@ func serveNull(w http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		h["Content-Type"] = hJSON
 		if strings.HasSuffix(path, "')") {
-			h["Content-Length"] = hEntityLen
+			h["Content-Length"] = n.entityLen
 			h["Etag"] = hETag
 			w.WriteHeader(http.StatusOK)
-			w.Write(nullEntityBody)
+			w.Write(n.entity)
 			return
 		}
-		h["Content-Length"] = hQueryLen
+		h["Content-Length"] = n.queryLen
 		w.WriteHeader(http.StatusOK)
-		w.Write(nullQueryBody)
+		w.Write(n.query)
 	case http.MethodPost:
 		if strings.HasSuffix(path, "$batch") {
 			h["Content-Type"] = hBatch
@@ -92,19 +113,20 @@ func serveNull(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ServeNull runs the do-nothing server on addr until ctx ends. ready, when
-// not nil, receives the listening address.
-func ServeNull(ctx context.Context, addr string, out io.Writer, ready func(net.Addr)) error {
+// ServeNull runs the do-nothing server on addr until ctx ends; its canned
+// entity has a Payload of payload characters. ready, when not nil, receives
+// the listening address.
+func ServeNull(ctx context.Context, addr string, payload int, out io.Writer, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           NullHandler(),
+		Handler:           NullHandler(payload),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	fmt.Fprintf(out, "partita bench: do-nothing server on http://%s (every request answered with a canned response)\n", ln.Addr())
+	fmt.Fprintf(out, "partita bench: do-nothing server on http://%s (every request answered with a canned response; entity payload %d B)\n", ln.Addr(), payload)
 	if ready != nil {
 		ready(ln.Addr())
 	}
