@@ -71,6 +71,19 @@ func valuePrefix(ticks int64) []byte {
 	return binary.AppendUvarint([]byte{codecVersion}, uint64(ticks))
 }
 
+// decodeTicks returns the Timestamp of an encoded entity without decoding
+// its properties.
+func decodeTicks(b []byte) (int64, error) {
+	if len(b) < 1 || b[0] != codecVersion {
+		return 0, errBadValue
+	}
+	ts, n := binary.Uvarint(b[1:])
+	if n <= 0 {
+		return 0, errBadValue
+	}
+	return int64(ts), nil
+}
+
 // decodeEntity decodes a value into e, reusing e.Properties' storage. Keys
 // are left alone.
 func decodeEntity(b []byte, e *partita.Entity) error { return decodeEntityInto(b, e, false) }

@@ -58,8 +58,14 @@ func FuzzDecodeEntity(f *testing.F) {
 	f.Add([]byte{1, 5, 1, 1, 'A', 4})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e partita.Entity
+		ticks, terr := decodeTicks(b)
 		if err := decodeEntity(b, &e); err != nil {
 			return
+		}
+		// The Timestamp alone decodes wherever the whole entity does, to
+		// the same value.
+		if terr != nil || ticks != e.Timestamp {
+			t.Fatalf("decodeTicks = %d, %v; the full decode's Timestamp is %d", ticks, terr, e.Timestamp)
 		}
 		again := appendEntity(nil, &e)
 		if n := encodedSize(&e); len(again) > n {

@@ -272,23 +272,34 @@ func readMany(tx kv.Txn, keys [][]byte) ([][]byte, error) {
 // assigns the new Timestamp.
 func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (partita.Result, error) {
 	e := op.Entity
+	merge := op.Kind == partita.OpMerge || op.Kind == partita.OpInsertOrMerge
+	// Only a merge needs the current properties; every other write needs
+	// the current Timestamp at most, which leads the value.
 	var cur *partita.Entity
+	var curTicks int64
 	if curVal != nil {
-		cur = &partita.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
-		if err := decodeEntity(curVal, cur); err != nil {
+		var err error
+		if merge {
+			cur = &partita.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
+			err = decodeEntity(curVal, cur)
+			curTicks = cur.Timestamp
+		} else {
+			curTicks, err = decodeTicks(curVal)
+		}
+		if err != nil {
 			return partita.Result{}, fmt.Errorf("decode entity %q/%q: %w", e.PartitionKey, e.RowKey, err)
 		}
 	}
 	switch op.Kind {
 	case partita.OpInsert:
-		if cur != nil {
+		if curVal != nil {
 			return partita.Result{}, partita.NewError(partita.CodeEntityAlreadyExists, partita.MsgEntityAlreadyExists)
 		}
 	case partita.OpReplace, partita.OpMerge, partita.OpDelete:
-		if cur == nil {
+		if curVal == nil {
 			return partita.Result{}, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 		}
-		if op.If.Kind == partita.IfETag && op.If.Ticks != cur.Timestamp {
+		if op.If.Kind == partita.IfETag && op.If.Ticks != curTicks {
 			return partita.Result{}, partita.NewError(partita.CodeUpdateConditionNotSatisfied, partita.MsgUpdateCondition)
 		}
 	}
@@ -299,18 +310,14 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 		return partita.Result{}, nil
 	}
 	stored := e
-	if (op.Kind == partita.OpMerge || op.Kind == partita.OpInsertOrMerge) && cur != nil {
+	if merge && cur != nil {
 		cur.Merge(e.Properties)
 		if err := cur.Validate(); err != nil {
 			return partita.Result{}, err
 		}
 		stored = cur
 	}
-	var after int64
-	if cur != nil {
-		after = cur.Timestamp
-	}
-	stored.Timestamp = s.tick(after)
+	stored.Timestamp = s.tick(curTicks)
 	e.Timestamp = stored.Timestamp
 	val := appendEntity(make([]byte, 0, encodedSize(stored)), stored)
 	if err := tx.Set(key, val); err != nil {
