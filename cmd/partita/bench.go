@@ -15,7 +15,8 @@ import (
 
 const benchUsage = `Usage:
   partita bench [flags]                      drive a Table endpoint and report ops/s and latency
-  partita bench --do-nothing-server ADDR     serve canned responses (the client/HTTP ceiling)
+  partita bench --do-nothing-server ADDR     serve canned responses (the client/HTTP ceiling);
+                                             its canned entity has an --entity-size Payload
   partita bench --growth N [flags]           load one table to N entities, measuring on the way
   partita bench --compare partita=A.json[,do-nothing=B.json][,azurite=C.json]
                                              print the markdown comparison of --json reports

@@ -41,6 +41,8 @@ type Config struct {
 	ScanBudget time.Duration
 	// PprofAddr, when set, serves net/http/pprof on a separate listener.
 	PprofAddr string
+	// CacheMB is Pebble's block cache in MiB (0 or less: the engine's default).
+	CacheMB int64
 	// MinFreeMB is the free disk space (MiB) below which Pebble writes get
 	// 503 ServerBusy.
 	MinFreeMB int64
@@ -106,6 +108,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.LogLevel, "log-level", envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (PARTITA_LOG_LEVEL)")
 	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
 	fs.StringVar(&c.PprofAddr, "pprof", envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default (PARTITA_PPROF)")
+	fs.Int64Var(&c.CacheMB, "cache-mb", 64, "with --store pebble: Pebble's block cache (MiB); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64")
 	fs.Int64Var(&c.MinFreeMB, "min-free-mb", 128, "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 30*time.Second, "a client must send a request's headers within this time, or its connection is closed")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
@@ -172,7 +175,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if minFree == 0 {
 			minFree = -1
 		}
-		db, err = pebblekv.Open(c.Data, &pebblekv.Options{MinFreeBytes: minFree, Logger: log})
+		db, err = pebblekv.Open(c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log})
 		if err != nil {
 			return err
 		}

@@ -51,3 +51,22 @@ func setenv(t *testing.T, name, v string) {
 		}
 	}
 }
+
+// TestServeCacheFlag: --cache-mb defaults to 64 MiB and takes a value.
+func TestServeCacheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 64},
+		{[]string{"--cache-mb", "512"}, 512},
+	} {
+		c, err := parseConfig(tc.args, io.Discard)
+		if err != nil || c.CacheMB != tc.want {
+			t.Errorf("%v: cache-mb %d, %v; want %d", tc.args, c.CacheMB, err, tc.want)
+		}
+	}
+	if _, err := parseConfig([]string{"--cache-mb", "lots"}, io.Discard); err == nil {
+		t.Error("--cache-mb lots: accepted")
+	}
+}
