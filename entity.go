@@ -372,5 +372,19 @@ func (e *Entity) Validate() error {
 	return nil
 }
 
+// CheckLimits checks only the limits that concern the entity as a whole:
+// the number of properties and the size. A merge of valid properties into
+// a valid stored entity can break these and nothing else (a merge replaces
+// a property of the same name, so it adds no duplicates).
+func (e *Entity) CheckLimits() error {
+	if len(e.Properties) > MaxCustomProperties {
+		return NewError(CodeTooManyProperties, MsgTooManyProperties)
+	}
+	if e.Size() > MaxEntitySize {
+		return NewError(CodeEntityTooLarge, MsgEntityTooLarge)
+	}
+	return nil
+}
+
 // String is for debugging.
 func (k Key) String() string { return fmt.Sprintf("(%q,%q)", k.PartitionKey, k.RowKey) }

@@ -280,8 +280,10 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 	if curVal != nil {
 		var err error
 		if merge {
+			// Borrowed: cur is encoded anew below, before the transaction
+			// (which owns curVal) ends.
 			cur = &partita.Entity{PartitionKey: e.PartitionKey, RowKey: e.RowKey}
-			err = decodeEntity(curVal, cur)
+			err = decodeEntityInto(curVal, cur, true)
 			curTicks = cur.Timestamp
 		} else {
 			curTicks, err = decodeTicks(curVal)
@@ -311,8 +313,10 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 	}
 	stored := e
 	if merge && cur != nil {
+		// Both sides were validated (e by Write, cur when it was
+		// stored); only the entity-wide limits can fail now.
 		cur.Merge(e.Properties)
-		if err := cur.Validate(); err != nil {
+		if err := cur.CheckLimits(); err != nil {
 			return partita.Result{}, err
 		}
 		stored = cur

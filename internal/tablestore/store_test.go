@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -529,4 +530,70 @@ func TestStore_SharedConditionalWritesOneStatement(t *testing.T) {
 	if _, err := write(a, partita.Op{Kind: partita.OpInsert, Entity: ent("r3", 1)}); partita.ErrorCode(err) != partita.CodeTableNotFound && partita.ErrorCode(err) != partita.CodeTableBeingDeleted {
 		t.Fatalf("insert into a dropped table: %v, want TableNotFound", err)
 	}
+}
+
+// TestStore_MergeLimits: a merge whose result would exceed the property
+// count or the entity size fails with the service's code and changes
+// nothing; one that stays within them succeeds. Merge and insert-or-merge,
+// on every engine.
+func TestStore_MergeLimits(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := mustOpen(t, open)
+		if _, err := s.CreateTable(ctx, "a", "limits"); err != nil {
+			t.Fatal(err)
+		}
+		props := func(prefix string, n int, v func(int) edm.Value) []partita.Property {
+			var ps []partita.Property
+			for i := 0; i < n; i++ {
+				ps = append(ps, partita.Property{Name: fmt.Sprintf("%s%03d", prefix, i), Value: v(i)})
+			}
+			return ps
+		}
+		small := func(i int) edm.Value { return edm.Int32Value(int32(i)) }
+		big := func(int) edm.Value { return edm.StringValue(strings.Repeat("y", 32768)) }
+		write := func(kind partita.OpKind, rk string, ps []partita.Property) error {
+			_, err := s.Write(ctx, "a", "limits", partita.Op{Kind: kind, Entity: &partita.Entity{PartitionKey: "p", RowKey: rk, Properties: ps}})
+			return err
+		}
+		count := func(rk string) int {
+			e, err := s.GetEntity(ctx, "a", "limits", partita.Key{PartitionKey: "p", RowKey: rk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(e.Properties)
+		}
+		for _, kind := range []partita.OpKind{partita.OpMerge, partita.OpInsertOrMerge} {
+			rk := "many" + kind.String()
+			if err := write(partita.OpInsert, rk, props("A", 200, small)); err != nil {
+				t.Fatal(err)
+			}
+			// 200 + 53 new properties (and one replaced) is 253: too many.
+			over := append(props("B", 53, small), partita.Property{Name: "A000", Value: edm.Int32Value(-1)})
+			if err := write(kind, rk, over); partita.ErrorCode(err) != partita.CodeTooManyProperties {
+				t.Errorf("%s to 253 properties: %v, want TooManyProperties", kind, err)
+			}
+			if n := count(rk); n != 200 {
+				t.Errorf("%s: failed merge left %d properties, want 200", kind, n)
+			}
+			if err := write(kind, rk, over[1:]); err != nil {
+				t.Errorf("%s to 252 properties: %v", kind, err)
+			}
+
+			rk = "big" + kind.String()
+			// 15 strings of 32K UTF-16 units fit in 1 MiB; a 16th does not.
+			if err := write(partita.OpInsert, rk, props("S", 15, big)); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(kind, rk, props("T", 1, big)); partita.ErrorCode(err) != partita.CodeEntityTooLarge {
+				t.Errorf("%s past 1 MiB: %v, want EntityTooLarge", kind, err)
+			}
+			if n := count(rk); n != 15 {
+				t.Errorf("%s: failed merge left %d properties, want 15", kind, n)
+			}
+			// Replacing a property of the same size keeps it within.
+			if err := write(kind, rk, props("S", 1, big)); err != nil {
+				t.Errorf("%s replacing a big property: %v", kind, err)
+			}
+		}
+	})
 }
