@@ -51,9 +51,7 @@ type rawProp struct {
 // DecodeEntity parses an entity JSON body (PROTOCOL §3.1–3.2). Keys are
 // taken from the body when present; the caller overrides them from the URL
 // for PUT/MERGE. Null properties are dropped. Type errors are *partita.Error
-// values with the service's codes. The entity's names and strings may point
-// into body (no copy of a 1 KiB payload): body must stay unmodified while
-// the entity is in use — a request body, read into its own buffer, does.
+// values with the service's codes.
 func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 	if !utf8.Valid(body) {
 		return nil, false, false, invalidInput()

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // errJSON is any syntax error in an entity body.
@@ -21,9 +20,8 @@ var errNested = errors.New("wire: nested JSON value")
 // order; a string value is a string, a number a json.Number, true/false a
 // bool, null nil — the same tokens encoding/json's Decoder.Token gives.
 // Objects and arrays as values give errNested. It replaces the Decoder on
-// the insert path: it does one pass with no reflection, and a string
-// without escapes (names and values alike) is not copied: it points into
-// b, which the caller must then leave unmodified while it uses them.
+// the insert path: it does one pass with no reflection and allocates only
+// the strings it returns.
 func scanObject(b []byte, fn func(name string, v any) error) error {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -175,7 +173,7 @@ func scanString(b []byte, i int) (string, int, error) {
 		}
 		c := b[i]
 		if c == '"' {
-			return unsafe.String(unsafe.SliceData(b[start:i]), i-start), i + 1, nil
+			return string(b[start:i]), i + 1, nil
 		}
 		if c == '\\' {
 			break
