@@ -74,14 +74,21 @@ func valuePrefix(ticks int64) []byte {
 // decodeTicks returns the Timestamp of an encoded entity without decoding
 // its properties.
 func decodeTicks(b []byte) (int64, error) {
+	ticks, _, err := decodeHead(b)
+	return ticks, err
+}
+
+// decodeHead reads the version and the Timestamp that lead every value and
+// returns the rest.
+func decodeHead(b []byte) (ticks int64, rest []byte, err error) {
 	if len(b) < 1 || b[0] != codecVersion {
-		return 0, errBadValue
+		return 0, nil, errBadValue
 	}
 	ts, n := binary.Uvarint(b[1:])
 	if n <= 0 {
-		return 0, errBadValue
+		return 0, nil, errBadValue
 	}
-	return int64(ts), nil
+	return int64(ts), b[1+n:], nil
 }
 
 // decodeEntity decodes a value into e, reusing e.Properties' storage. Keys
@@ -92,16 +99,11 @@ func decodeEntity(b []byte, e *partita.Entity) error { return decodeEntityInto(b
 // binaries of e point into b instead of being copied, so e is valid only
 // while b is (a query page's entity lives for one callback).
 func decodeEntityInto(b []byte, e *partita.Entity, borrow bool) error {
-	if len(b) < 1 || b[0] != codecVersion {
-		return errBadValue
+	ts, b, err := decodeHead(b)
+	if err != nil {
+		return err
 	}
-	b = b[1:]
-	ts, n := binary.Uvarint(b)
-	if n <= 0 {
-		return errBadValue
-	}
-	b = b[n:]
-	e.Timestamp = int64(ts)
+	e.Timestamp = ts
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) {
 		return errBadValue
