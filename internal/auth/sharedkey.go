@@ -86,14 +86,7 @@ func Sign(key []byte, stringToSign string) string {
 // rawPath is the request path exactly as sent (still percent-encoded); an
 // empty path is "/".
 func CanonicalizedResource(account, rawPath string, query url.Values) string {
-	if rawPath == "" {
-		rawPath = "/"
-	}
-	s := "/" + account + rawPath
-	if comp, ok := query["comp"]; ok && len(comp) > 0 {
-		s += "?comp=" + comp[0]
-	}
-	return s
+	return string(appendCanonicalizedResource(nil, account, rawPath, query))
 }
 
 // StringToSignLite is the SharedKeyLite string to sign for Table.
@@ -153,16 +146,16 @@ func (kr Keyring) Verify(r Request, signingAccount string, now time.Time) (*Acco
 	if scheme != "SharedKeyLite" && scheme != "SharedKey" {
 		return nil, ErrMalformed
 	}
-	var got [sha256.Size]byte
-	if base64.StdEncoding.DecodedLen(len(sig)) > 2*sha256.Size {
+	// Room for any signature of up to twice a digest's length; a longer
+	// one cannot match.
+	var got [2 * sha256.Size]byte
+	if base64.StdEncoding.DecodedLen(len(sig)) > len(got) {
 		return nil, ErrSignatureMismatch
 	}
-	var dec [2 * sha256.Size]byte
-	n, err := base64.StdEncoding.Decode(dec[:], []byte(sig))
+	n, err := base64.StdEncoding.Decode(got[:], []byte(sig))
 	if err != nil || n != sha256.Size {
 		return nil, ErrSignatureMismatch
 	}
-	copy(got[:], dec[:n])
 
 	sb := signBufs.Get().(*signBuf)
 	defer signBufs.Put(sb)
@@ -180,7 +173,7 @@ func (kr Keyring) Verify(r Request, signingAccount string, now time.Time) (*Acco
 	b = appendCanonicalizedResource(b, name, r.RawPath, r.Query)
 	sb.b = b
 	for i := range a.Keys {
-		if hmac.Equal(a.sum(i, b, sb.sum[:0]), got[:]) {
+		if hmac.Equal(a.sum(i, b, sb.sum[:0]), got[:n]) {
 			return a, nil
 		}
 	}
@@ -196,7 +189,8 @@ func headerValue(h http.Header, canonical string) string {
 	return ""
 }
 
-// appendCanonicalizedResource appends CanonicalizedResource's result.
+// appendCanonicalizedResource appends "/" + account + rawPath [+ "?comp=" +
+// comp], without allocating (Verify's form of CanonicalizedResource).
 func appendCanonicalizedResource(b []byte, account, rawPath string, query url.Values) []byte {
 	if rawPath == "" {
 		rawPath = "/"

@@ -53,6 +53,16 @@ func TestVerify(t *testing.T) {
 		{"lite key1", mk("SharedKeyLite devstoreaccount1:"+Sign(key1, StringToSignLite(date, res)), date), nil},
 		{"lite key2", mk("SharedKeyLite devstoreaccount1:"+Sign(key2, StringToSignLite(date, res)), date), nil},
 		{"full", mk("SharedKey devstoreaccount1:"+Sign(key1, StringToSignFull("GET", "", "", date, res)), date), nil},
+		{"comp", func() Request {
+			r := mk("SharedKeyLite devstoreaccount1:"+Sign(key1, StringToSignLite(date, "/devstoreaccount1/devstoreaccount1/mytable?comp=acl")), date)
+			r.RawPath, r.Query = "/devstoreaccount1/mytable", url.Values{"comp": {"acl"}}
+			return r
+		}(), nil},
+		{"comp not signed", func() Request {
+			r := mk("SharedKeyLite devstoreaccount1:"+Sign(key1, StringToSignLite(date, "/devstoreaccount1/devstoreaccount1/mytable")), date)
+			r.RawPath, r.Query = "/devstoreaccount1/mytable", url.Values{"comp": {"acl"}}
+			return r
+		}(), ErrSignatureMismatch},
 		{"wrong sig", mk("SharedKeyLite devstoreaccount1:"+Sign(key1, "x"), date), ErrSignatureMismatch},
 		{"no header", mk("", date), ErrNoCredentials},
 		{"malformed", mk("SharedKeyLite nocolon", date), ErrMalformed},
@@ -134,17 +144,26 @@ func TestParseHTTPDateRoundTrip(t *testing.T) {
 	}
 }
 
-// TestVerifyAllocations: verifying a SharedKeyLite request allocates almost
-// nothing once the pools are warm (it runs on every request).
-func TestVerifyAllocations(t *testing.T) {
-	kr, _ := ParseAccounts("devstoreaccount1:" + devKey)
-	now := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+// liteRequest is a correctly signed SharedKeyLite point read and the
+// clock it is valid at.
+func liteRequest(tb testing.TB) (Keyring, Request, time.Time) {
+	tb.Helper()
+	kr, err := ParseAccounts("devstoreaccount1:" + devKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	date := "Tue, 02 Jan 2024 03:04:05 GMT"
 	path := "/devstoreaccount1/mytable(PartitionKey='p1',RowKey='r1')"
 	h := http.Header{}
 	h.Set("x-ms-date", date)
 	h.Set("Authorization", "SharedKeyLite devstoreaccount1:"+Sign(kr["devstoreaccount1"].Keys[0], StringToSignLite(date, "/devstoreaccount1"+path)))
-	r := Request{Method: "GET", Header: h, RawPath: path, Query: url.Values{}}
+	return kr, Request{Method: "GET", Header: h, RawPath: path, Query: url.Values{}}, time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+}
+
+// TestVerifyAllocations: verifying a SharedKeyLite request allocates almost
+// nothing once the pools are warm (it runs on every request).
+func TestVerifyAllocations(t *testing.T) {
+	kr, r, now := liteRequest(t)
 	if _, err := kr.Verify(r, "devstoreaccount1", now); err != nil {
 		t.Fatal(err)
 	}
@@ -154,14 +173,7 @@ func TestVerifyAllocations(t *testing.T) {
 }
 
 func BenchmarkVerifyLite(b *testing.B) {
-	kr, _ := ParseAccounts("devstoreaccount1:" + devKey)
-	now := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
-	date := "Tue, 02 Jan 2024 03:04:05 GMT"
-	path := "/devstoreaccount1/mytable(PartitionKey='p1',RowKey='r1')"
-	h := http.Header{}
-	h.Set("x-ms-date", date)
-	h.Set("Authorization", "SharedKeyLite devstoreaccount1:"+Sign(kr["devstoreaccount1"].Keys[0], StringToSignLite(date, "/devstoreaccount1"+path)))
-	r := Request{Method: "GET", Header: h, RawPath: path, Query: url.Values{}}
+	kr, r, now := liteRequest(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := kr.Verify(r, "devstoreaccount1", now); err != nil {
