@@ -19,8 +19,6 @@ var contentTypes = [...][]string{
 	wire.FullMetadata:    {wire.FullMetadata.ContentType()},
 }
 
-var valPoint = []string{"point"}
-
 // writeJSON sends a JSON body with the standard success headers.
 func writeJSON(w http.ResponseWriter, rc *reqCtx, status int, body []byte) {
 	h := w.Header()
