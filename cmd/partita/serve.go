@@ -28,6 +28,15 @@ import (
 // DevAccounts is the well-known development account (also Azurite's).
 const DevAccounts = "devstoreaccount1:Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
+// defaultGCPercent is the GC target of `serve` when neither --gc-percent
+// nor GOGC says otherwise. Side by side (docs/PERFORMANCE.md, "What each
+// change bought"): 200% instead of Go's 100% bought ~8% $batch throughput;
+// 400% bought ~9% more sustained $batch and 7-14% more point gets for
+// ~30 MiB more peak RSS; 800% bought nothing more and cost another
+// 25-80 MiB. The soft memory limit (--go-mem-limit-mb) bounds the heap
+// whatever the target.
+const defaultGCPercent = 400
+
 // Config is the server configuration, from flags and PARTITA_* variables.
 type Config struct {
 	Addr     string
@@ -114,7 +123,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
-	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", 200), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
+	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
 	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
@@ -145,9 +154,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// A batch of 100 1 KiB inserts allocates ~1.4 MB of short-lived
-	// buffers. GC at 200% instead of Go's 100% bought ~8% $batch
-	// throughput (400%: ~12%) for ~23 MiB more peak RSS under 1,000
-	// clients (400%: ~60 MiB); docs/PERFORMANCE.md.
+	// buffers; see defaultGCPercent for what the GC target buys.
 	if c.GCPercent >= 0 {
 		debug.SetGCPercent(int(c.GCPercent))
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestServeGCFlags: the GC target defaults to 200 and the soft memory
+// TestServeGCFlags: the GC target defaults to 400 and the soft memory
 // limit to 160 MiB (with cgo; none without); GOGC and GOMEMLIMIT, when set,
 // give the defaults instead (-1, "leave Go's own", for values such as off
 // or 1GiB); the flags win over everything.
@@ -20,11 +20,11 @@ func TestServeGCFlags(t *testing.T) {
 		args             []string
 		want, wantMB     int64
 	}{
-		{"", "", nil, 200, defLimit},
+		{"", "", nil, 400, defLimit},
 		{"50", "", nil, 50, defLimit},
 		{"off", "", nil, -1, defLimit},
-		{"", "268435456", nil, 200, 256},
-		{"", "1GiB", nil, 200, -1},
+		{"", "268435456", nil, 400, 256},
+		{"", "1GiB", nil, 400, -1},
 		{"50", "1GiB", []string{"--gc-percent", "100", "--go-mem-limit-mb", "64"}, 100, 64},
 	} {
 		setenv(t, "GOGC", tc.gogc)
