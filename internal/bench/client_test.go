@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,6 +90,51 @@ func TestRequestsVerify(t *testing.T) {
 	}
 	for _, f := range fails {
 		t.Error(f)
+	}
+}
+
+// TestBatchCount: --batch-count, when set, bounds the batch workload
+// instead of --count, and leaves the other count-bound workloads alone.
+func TestBatchCount(t *testing.T) {
+	for _, tc := range []struct{ count, batchCount, wantBatches, wantEntities int }{
+		{6, 0, 2, 6},
+		{6, 21, 7, 21},
+		{6, 20, 7, 20}, // the last batch is short
+	} {
+		var batches, inserts atomic.Int64
+		null := NullHandler(64)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case strings.HasSuffix(r.URL.Opaque+r.URL.Path, "$batch"):
+				batches.Add(1)
+			case r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Opaque+r.URL.Path, "/Tables"):
+				inserts.Add(1)
+			}
+			null.ServeHTTP(w, r)
+		}))
+		cfg := Defaults
+		cfg.Endpoint = srv.URL + "/devstoreaccount1"
+		cfg.Workloads = []string{"insert", "batch"}
+		cfg.Count, cfg.BatchCount, cfg.BatchSize, cfg.Concurrency, cfg.Progress = tc.count, tc.batchCount, 3, 2, "none"
+		r, err := NewRunner(cfg, &bytes.Buffer{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := r.Run(context.Background())
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]Result{}
+		for _, res := range rep.Results {
+			got[res.Workload] = res
+		}
+		if b := got["batch"]; batches.Load() != int64(tc.wantBatches) || b.Ops != int64(tc.wantBatches) || b.Entities != int64(tc.wantEntities) {
+			t.Errorf("%+v: %d $batch requests, report %d ops %d entities", tc, batches.Load(), b.Ops, b.Entities)
+		}
+		if inserts.Load() != int64(tc.count) || got["insert"].Ops != int64(tc.count) {
+			t.Errorf("%+v: %d inserts, report %d", tc, inserts.Load(), got["insert"].Ops)
+		}
 	}
 }
 

@@ -9,12 +9,21 @@ import (
 	"text/tabwriter"
 )
 
+// countText is "count N", with the batch workload's own count when it
+// has one.
+func (s Settings) countText() string {
+	if s.BatchCount > 0 && s.BatchCount != s.Count {
+		return fmt.Sprintf("count %d (batch %d)", s.Count, s.BatchCount)
+	}
+	return fmt.Sprintf("count %d", s.Count)
+}
+
 // WriteText prints a human-readable table of rep.
 func WriteText(w io.Writer, rep *Report) {
 	s := rep.Settings
 	fmt.Fprintf(w, "partita bench: %s, table %s\n", rep.Endpoint, rep.Table)
-	fmt.Fprintf(w, "concurrency %d, entity %d B, %d partitions, count %d, duration %s (+%s warmup), batch %d, range %d rows, %d CPUs, %s\n\n",
-		s.Concurrency, s.EntitySize, s.Partitions, s.Count, s.Duration, s.Warmup, s.BatchSize, s.RangeSize, rep.NumCPU, rep.GoVersion)
+	fmt.Fprintf(w, "concurrency %d, entity %d B, %d partitions, %s, duration %s (+%s warmup), batch %d, range %d rows, %d CPUs, %s\n\n",
+		s.Concurrency, s.EntitySize, s.Partitions, s.countText(), s.Duration, s.Warmup, s.BatchSize, s.RangeSize, rep.NumCPU, rep.GoVersion)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tops\tops/s\tentities/s\texamined/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\tsecs\tstopped by\tcores cli/srv/all\t")
 	for _, r := range rep.Results {
@@ -114,8 +123,8 @@ func Compare(w io.Writer, partita, null, azurite *Report) {
 		return
 	}
 	s := partita.Settings
-	fmt.Fprintf(w, "Settings: concurrency %d, entity payload %d B, %d partitions, count %d, duration %s per workload (+%s warmup), batch %d, range %d rows; client %s on %d CPUs.\n\n",
-		s.Concurrency, s.EntitySize, s.Partitions, s.Count, s.Duration, s.Warmup, s.BatchSize, s.RangeSize, partita.GoVersion, partita.NumCPU)
+	fmt.Fprintf(w, "Settings: concurrency %d, entity payload %d B, %d partitions, %s, duration %s per workload (+%s warmup), batch %d, range %d rows; client %s on %d CPUs.\n\n",
+		s.Concurrency, s.EntitySize, s.Partitions, s.countText(), s.Duration, s.Warmup, s.BatchSize, s.RangeSize, partita.GoVersion, partita.NumCPU)
 
 	ratio := func(a, b *Result) string {
 		if a == nil || b == nil || b.OpsPerSec == 0 {

@@ -45,14 +45,18 @@ type Config struct {
 	EntitySize  int
 	Partitions  int
 	Count       int
-	Duration    time.Duration
-	Warmup      time.Duration
-	BatchSize   int
-	RangeSize   int
-	MaxOps      int
-	Table       string // "" = a fresh table, deleted at the end
-	Preloaded   int
-	Timeout     time.Duration
+	// BatchCount is the entities of the batch workload (0: Count): more
+	// than Count, so that $batch is measured over seconds, not a few
+	// hundred requests.
+	BatchCount int
+	Duration   time.Duration
+	Warmup     time.Duration
+	BatchSize  int
+	RangeSize  int
+	MaxOps     int
+	Table      string // "" = a fresh table, deleted at the end
+	Preloaded  int
+	Timeout    time.Duration
 	// CountCap caps insert, batch and delete (0: Duration).
 	CountCap time.Duration
 	// ServerPID, when set, is the server process whose CPU use is reported.
@@ -130,6 +134,8 @@ func (c *Config) validate() error {
 		return errors.New("--max-ops: want >= 1")
 	case c.Preloaded < 0:
 		return errors.New("--preloaded: want >= 0")
+	case c.BatchCount < 0:
+		return errors.New("--batch-count: want >= 0")
 	case c.CountCap < 0:
 		return errors.New("--count-cap: want >= 0")
 	}
@@ -255,6 +261,7 @@ type Settings struct {
 	EntitySize  int      `json:"entity_size"`
 	Partitions  int      `json:"partitions"`
 	Count       int      `json:"count"`
+	BatchCount  int      `json:"batch_count,omitempty"`
 	Duration    string   `json:"duration"`
 	Warmup      string   `json:"warmup"`
 	BatchSize   int      `json:"batch_size"`
@@ -306,7 +313,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		NumCPU:    runtime.NumCPU(),
 		Settings: Settings{
 			Workloads: r.cfg.Workloads, Concurrency: r.cfg.Concurrency, EntitySize: r.cfg.EntitySize,
-			Partitions: r.cfg.Partitions, Count: r.cfg.Count, Duration: r.cfg.Duration.String(),
+			Partitions: r.cfg.Partitions, Count: r.cfg.Count, BatchCount: r.cfg.BatchCount, Duration: r.cfg.Duration.String(),
 			Warmup: r.cfg.Warmup.String(), BatchSize: r.cfg.BatchSize, RangeSize: r.cfg.RangeSize,
 			MaxOps: r.cfg.MaxOps, Preloaded: r.cfg.Preloaded,
 		},
@@ -369,6 +376,9 @@ func (r *Runner) RunWorkload(ctx context.Context, name string) Result {
 	limit := uint64(r.cfg.MaxOps)
 	if countBound[name] {
 		limit = uint64(r.cfg.Count)
+		if name == "batch" && r.cfg.BatchCount > 0 {
+			limit = uint64(r.cfg.BatchCount)
+		}
 	}
 	dur := r.cfg.Duration
 	if countBound[name] && r.cfg.CountCap > 0 {
