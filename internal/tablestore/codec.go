@@ -1,6 +1,7 @@
 package tablestore
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -91,11 +92,15 @@ func decodeHead(b []byte) (ticks int64, rest []byte, err error) {
 	return int64(ts), b[1+n:], nil
 }
 
-// decodeEntity decodes a value into e, reusing e.Properties' storage. Keys
-// are left alone.
-func decodeEntity(b []byte, e *partita.Entity) error { return decodeEntityInto(b, e, false) }
+// decodeEntityCopy decodes a value into e, reusing e.Properties' storage;
+// keys are left alone. b may be the engine's memory, valid only during the
+// transaction, and e outlives it: e's names, strings and binaries point
+// into one private copy of b, one allocation instead of one per property.
+func decodeEntityCopy(b []byte, e *partita.Entity) error {
+	return decodeEntityInto(bytes.Clone(b), e, true)
+}
 
-// decodeEntityInto is decodeEntity; with borrow, the names, strings and
+// decodeEntityInto decodes b into e. With borrow, the names, strings and
 // binaries of e point into b instead of being copied, so e is valid only
 // while b is (a query page's entity lives for one callback).
 func decodeEntityInto(b []byte, e *partita.Entity, borrow bool) error {

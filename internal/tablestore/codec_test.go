@@ -39,8 +39,12 @@ func equalEntities(a, b *partita.Entity) bool {
 func TestCodec_RoundTrip(t *testing.T) {
 	e := sampleEntity()
 	var got partita.Entity
-	if err := decodeEntity(appendEntity(nil, e), &got); err != nil {
+	b := appendEntity(nil, e)
+	if err := decodeEntityCopy(b, &got); err != nil {
 		t.Fatal(err)
+	}
+	for i := range b { // the decoded entity must not share b
+		b[i] = 0xff
 	}
 	if !equalEntities(e, &got) {
 		t.Fatalf("round trip = %+v, want %+v", got, e)
@@ -59,7 +63,7 @@ func FuzzDecodeEntity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e partita.Entity
 		ticks, terr := decodeTicks(b)
-		if err := decodeEntity(b, &e); err != nil {
+		if err := decodeEntityCopy(b, &e); err != nil {
 			return
 		}
 		// The Timestamp alone decodes wherever the whole entity does, to
@@ -72,7 +76,7 @@ func FuzzDecodeEntity(f *testing.F) {
 			t.Fatalf("encoding is %d bytes, encodedSize said at most %d", len(again), n)
 		}
 		var e2 partita.Entity
-		if err := decodeEntity(again, &e2); err != nil || !equalEntities(&e, &e2) {
+		if err := decodeEntityCopy(again, &e2); err != nil || !equalEntities(&e, &e2) {
 			t.Fatalf("re-decode failed: %v", err)
 		}
 		// A borrowed decode sees the same entity, and owns nothing: it
@@ -97,7 +101,7 @@ func BenchmarkDecodeEntity(b *testing.B) {
 	var e partita.Entity
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if err := decodeEntity(v, &e); err != nil {
+		if err := decodeEntityCopy(v, &e); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -22,7 +22,7 @@ func (s *Store) GetEntity(ctx context.Context, account, tableName string, key pa
 		if v, ok, err := s.sharedPointRead(r, account, tableName, key); ok || err != nil {
 			if err == nil {
 				e = &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
-				err = decodeEntity(v, e)
+				err = decodeEntityCopy(v, e)
 			}
 			return err
 		}
@@ -39,7 +39,7 @@ func (s *Store) GetEntity(ctx context.Context, account, tableName string, key pa
 			return err
 		}
 		e = &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
-		return decodeEntity(v, e)
+		return decodeEntityCopy(v, e)
 	})
 	if err != nil {
 		return nil, err

@@ -65,6 +65,57 @@ func Run(t *testing.T, open func(t *testing.T) kv.DB) {
 			return nil
 		})
 	})
+	t.Run("GetValueStableUntilTxnEnds", func(t *testing.T) {
+		// Engines may return their own memory from Get (kv.Reader); it
+		// must not change while the transaction lasts, whatever else it
+		// and other transactions do meanwhile.
+		db := open(t)
+		defer db.Close()
+		first := bytes.Repeat([]byte("first-"), 200)
+		mustUpdate(t, db, func(tx kv.Txn) error {
+			tx.Set([]byte("a"), first)
+			return tx.Set([]byte("b"), []byte("bee"))
+		})
+		err := db.View(ctx, func(r kv.Reader) error {
+			va, err := r.Get([]byte("a"))
+			if err != nil {
+				return err
+			}
+			// Another transaction overwrites a; this one reads on.
+			mustUpdate(t, db, func(tx kv.Txn) error { return tx.Set([]byte("a"), bytes.Repeat([]byte("other-"), 200)) })
+			for i := 0; i < 100; i++ {
+				if _, err := r.Get([]byte("b")); err != nil {
+					return err
+				}
+			}
+			if !bytes.Equal(va, first) {
+				return fmt.Errorf("View: value of a changed under the reader: %.20q", va)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustUpdate(t, db, func(tx kv.Txn) error {
+			v1, err := tx.Get([]byte("b"))
+			if err != nil {
+				return err
+			}
+			tx.Set([]byte("b"), []byte("second"))
+			v2, err := tx.Get([]byte("b"))
+			if err != nil {
+				return err
+			}
+			for i := 0; i < 200; i++ { // grow the transaction's buffers
+				tx.Set([]byte("b"), bytes.Repeat([]byte{byte(i)}, 1000))
+				tx.Set([]byte(fmt.Sprintf("c%03d", i)), bytes.Repeat([]byte{byte(i)}, 1000))
+			}
+			if string(v1) != "bee" || string(v2) != "second" {
+				return fmt.Errorf("Update: values read earlier changed: %q, %q", v1, v2)
+			}
+			return nil
+		})
+	})
 	t.Run("Rollback", func(t *testing.T) {
 		db := open(t)
 		defer db.Close()

@@ -163,7 +163,10 @@ func (d *DB) View(ctx context.Context, fn func(kv.Reader) error) error {
 		return err
 	}
 	defer d.leave()
-	return fn(reader{d.db})
+	r := readers.Get().(*reader)
+	r.g = d.db
+	defer r.release()
+	return fn(r)
 }
 
 func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
@@ -178,7 +181,12 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	}
 	b := d.db.NewIndexedBatch()
 	defer b.Close()
-	if err := fn(&txn{b: b}); err != nil {
+	// Deferred after b.Close, so it runs first: the values Get returned
+	// are released before their batch is.
+	t := readers.Get().(*reader)
+	t.g = b
+	defer t.release()
+	if err := fn(&txn{reader: t, b: b}); err != nil {
 		return err
 	}
 	if b.Empty() {
@@ -225,18 +233,40 @@ type getter interface {
 	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
 }
 
-func get(g getter, key []byte) ([]byte, error) {
-	v, closer, err := g.Get(key)
+// reader is the kv.Reader of one View or Update. Get returns Pebble's own
+// slice, not a copy: it stays valid until the transaction ends (kv.Reader's
+// contract), when release closes what pins it (a memtable or a cached
+// block). Readers are pooled.
+type reader struct {
+	g       getter
+	closers []io.Closer
+}
+
+var readers = sync.Pool{New: func() any { return new(reader) }}
+
+func (r *reader) Get(key []byte) ([]byte, error) {
+	v, closer, err := r.g.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, kv.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: get: %w", err)
 	}
-	out := make([]byte, len(v))
-	copy(out, v)
-	closer.Close()
-	return out, nil
+	r.closers = append(r.closers, closer)
+	return v, nil
+}
+
+func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) { return newIter(r.g, o) }
+
+// release closes what Get pinned and returns r to the pool.
+func (r *reader) release() {
+	for i, c := range r.closers {
+		c.Close()
+		r.closers[i] = nil
+	}
+	r.closers = r.closers[:0]
+	r.g = nil
+	readers.Put(r)
 }
 
 func newIter(g getter, o kv.IterOptions) (kv.Iterator, error) {
@@ -247,17 +277,14 @@ func newIter(g getter, o kv.IterOptions) (kv.Iterator, error) {
 	return iter{it}, nil
 }
 
-type reader struct{ db *pebble.DB }
+// txn reads through its indexed batch, so it sees its own writes.
+type txn struct {
+	*reader
+	b *pebble.Batch
+}
 
-func (r reader) Get(key []byte) ([]byte, error)                { return get(r.db, key) }
-func (r reader) NewIter(o kv.IterOptions) (kv.Iterator, error) { return newIter(r.db, o) }
-
-type txn struct{ b *pebble.Batch }
-
-func (t *txn) Get(key []byte) ([]byte, error)                { return get(t.b, key) }
-func (t *txn) NewIter(o kv.IterOptions) (kv.Iterator, error) { return newIter(t.b, o) }
-func (t *txn) Set(key, value []byte) error                   { return t.b.Set(key, value, nil) }
-func (t *txn) Delete(key []byte) error                       { return t.b.Delete(key, nil) }
+func (t *txn) Set(key, value []byte) error { return t.b.Set(key, value, nil) }
+func (t *txn) Delete(key []byte) error     { return t.b.Delete(key, nil) }
 
 type iter struct{ *pebble.Iterator }
 
