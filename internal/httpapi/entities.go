@@ -168,7 +168,8 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	if err != nil {
 		return err
 	}
-	w.Header()[hdrQueryClass] = valPoint
+	// No X-Partita-Query-Class: that header classifies queries, and Get
+	// Entity is always a point read.
 	e, err := s.store.GetEntity(r.Context(), rc.account, table, key)
 	if err != nil {
 		return err
@@ -176,7 +177,7 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	o := s.entityOptions(rc, table)
 	o.Element = true
 	o.Select = sel
-	w.Header().Set(hdrETag, e.ETag())
+	w.Header()[hdrETag] = []string{e.ETag()}
 	writeJSON(w, rc, http.StatusOK, wire.AppendEntity(nil, e, o))
 	return nil
 }

@@ -150,7 +150,6 @@ var (
 	valServer  = []string{"partita/" + partita.Version}
 	valNoCache = []string{"no-cache"}
 	valZero    = []string{"0"}
-	valPoint   = []string{"point"} // X-Partita-Query-Class of a point read
 )
 
 // dateHeader is the Date header for now, formatted once per second.
