@@ -94,28 +94,53 @@ func TestRequestsVerify(t *testing.T) {
 }
 
 // TestBatchCount: --batch-count, when set, bounds the batch workload
-// instead of --count, and leaves the other count-bound workloads alone.
+// instead of --count, in a table of its own that is created and deleted
+// around it, and leaves the other workloads and the main table alone.
 func TestBatchCount(t *testing.T) {
 	for _, tc := range []struct{ count, batchCount, wantBatches, wantEntities int }{
 		{6, 0, 2, 6},
 		{6, 21, 7, 21},
 		{6, 20, 7, 20}, // the last batch is short
 	} {
+		var mu sync.Mutex
 		var batches, inserts atomic.Int64
+		batchTables := map[string]bool{} // tables named in $batch bodies
+		var created, deleted []string
 		null := NullHandler(64)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			path := r.URL.Opaque + r.URL.Path
 			switch {
-			case strings.HasSuffix(r.URL.Opaque+r.URL.Path, "$batch"):
+			case strings.HasSuffix(path, "$batch"):
 				batches.Add(1)
-			case r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Opaque+r.URL.Path, "/Tables"):
+				var body bytes.Buffer
+				body.ReadFrom(r.Body)
+				b, err := changeset.Decode(r.Header.Get("Content-Type"), body.Bytes(), 100)
+				if err != nil {
+					t.Errorf("batch: %v", err)
+					break
+				}
+				for _, req := range b.Requests {
+					batchTables[req.Target[strings.LastIndexByte(req.Target, '/')+1:]] = true
+				}
+			case r.Method == http.MethodPost && strings.HasSuffix(path, "/Tables"):
+				var body struct{ TableName string }
+				json.NewDecoder(r.Body).Decode(&body)
+				created = append(created, body.TableName)
+			case r.Method == http.MethodPost:
 				inserts.Add(1)
+			case r.Method == http.MethodDelete && strings.Contains(path, "/Tables('"):
+				name, _, _ := strings.Cut(path[strings.Index(path, "/Tables('")+len("/Tables('"):], "'")
+				deleted = append(deleted, name)
 			}
 			null.ServeHTTP(w, r)
 		}))
 		cfg := Defaults
 		cfg.Endpoint = srv.URL + "/devstoreaccount1"
-		cfg.Workloads = []string{"insert", "batch"}
+		cfg.Workloads = []string{"insert", "batch", "table-scan"}
 		cfg.Count, cfg.BatchCount, cfg.BatchSize, cfg.Concurrency, cfg.Progress = tc.count, tc.batchCount, 3, 2, "none"
+		cfg.MaxOps, cfg.Warmup = 4, 0
 		r, err := NewRunner(cfg, &bytes.Buffer{}, false)
 		if err != nil {
 			t.Fatal(err)
@@ -134,6 +159,24 @@ func TestBatchCount(t *testing.T) {
 		}
 		if inserts.Load() != int64(tc.count) || got["insert"].Ops != int64(tc.count) {
 			t.Errorf("%+v: %d inserts, report %d", tc, inserts.Load(), got["insert"].Ops)
+		}
+		main := r.Table()
+		wantTables, wantExamined := []string{main}, tc.count+tc.wantEntities
+		if tc.batchCount > 0 {
+			// The batch's own table, created after the main one and
+			// deleted before it; the scan sees only the main table.
+			if len(created) != 2 || created[0] != main || created[1] == main || len(batchTables) != 1 || !batchTables[created[1]] {
+				t.Errorf("%+v: created %v (main %s), batches into %v", tc, created, main, batchTables)
+			}
+			wantTables, wantExamined = []string{created[len(created)-1], main}, tc.count
+		} else if len(batchTables) != 1 || !batchTables[main] {
+			t.Errorf("%+v: batches into %v, want %s", tc, batchTables, main)
+		}
+		if strings.Join(deleted, ",") != strings.Join(wantTables, ",") {
+			t.Errorf("%+v: deleted %v, want %v", tc, deleted, wantTables)
+		}
+		if s := got["table-scan"]; s.Ops == 0 || s.Examined != s.Ops*int64(wantExamined) {
+			t.Errorf("%+v: table scan examined %d in %d scans, want %d a scan", tc, s.Examined, s.Ops, wantExamined)
 		}
 	}
 }
