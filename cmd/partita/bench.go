@@ -54,7 +54,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.EntitySize, "entity-size", cfg.EntitySize, "bytes of random payload per entity (the Payload property)")
 	fs.IntVar(&cfg.Partitions, "partitions", cfg.Partitions, "partitions the keys spread over")
 	fs.IntVar(&cfg.Count, "count", cfg.Count, "entities per insert-like workload (insert, batch, delete)")
-	fs.IntVar(&cfg.BatchCount, "batch-count", 0, "entities of the batch workload when it should differ from --count (0: --count)")
+	fs.IntVar(&cfg.BatchCount, "batch-count", 0, "entities of the measured batch workload when it should differ from --count (0: --count); it then runs after the other workloads, in a table of its own, and the bench's table still gets --count entities by $batch, unmeasured")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "time cap per workload (measured part)")
 	fs.DurationVar(&cfg.CountCap, "count-cap", 0, "time cap of insert, batch and delete when it should differ from --duration (0: --duration)")
 	fs.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "unmeasured lead-in of each duration-bound workload")

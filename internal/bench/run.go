@@ -361,7 +361,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 			fmt.Fprintf(r.log, "partita bench: batch: writing %d entities by $batch first (not reported); the measured %d run after the other workloads, in a table of their own\n", r.cfg.Count, r.cfg.BatchCount)
 			r.runWorkload(ctx, "batch", uint64(r.cfg.Count), r.countDuration(), true)
 			sideBatch = len(rep.Results)
-			rep.Results = append(rep.Results, Result{Workload: "batch"})
+			rep.Results = append(rep.Results, Result{Workload: "batch", StoppedBy: "interrupted"}) // until it runs
 			continue
 		}
 		res := r.RunWorkload(ctx, w)
