@@ -32,6 +32,13 @@ func (r *classRecorder) Do(req *policy.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// count is how many responses carried a class.
+func (r *classRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.classes)
+}
+
 func (r *classRecorder) last() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -142,6 +149,17 @@ func TestQuery(t *testing.T) {
 		}
 		if rec.last() != "point" {
 			t.Errorf("class = %q, want point", rec.last())
+		}
+	})
+	t.Run("GetEntityCarriesNoClass", func(t *testing.T) {
+		// The header classifies queries; Get Entity (README) has none.
+		before := rec.count()
+		resp, err := c.GetEntity(ctx, "part2", "0042", nil)
+		if err != nil || !strings.Contains(string(resp.Value), `"RowKey":"0042"`) {
+			t.Fatalf("GetEntity = %s, %v", resp.Value, err)
+		}
+		if n := rec.count(); n != before {
+			t.Errorf("Get Entity carried x-partita-query-class %q", rec.last())
 		}
 	})
 	t.Run("Range", func(t *testing.T) {

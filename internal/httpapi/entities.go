@@ -77,7 +77,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 		return err
 	}
 	h := w.Header()
-	h.Set(hdrETag, e.ETag())
+	h[hdrETag] = []string{e.ETag()}
 	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
 	h.Set("Location", loc)
 	if pref == "return-no-content" {
@@ -127,7 +127,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if _, err := s.store.Write(r.Context(), rc.account, table, op); err != nil {
 		return err
 	}
-	w.Header().Set(hdrETag, e.ETag())
+	w.Header()[hdrETag] = []string{e.ETag()}
 	writeNoContent(w)
 	return nil
 }
