@@ -368,7 +368,7 @@ func (r *Runner) Run(ctx context.Context) (*Report, error) {
 		rep.Results = append(rep.Results, res)
 	}
 	if sideBatch >= 0 && ctx.Err() == nil {
-		rep.Results[sideBatch] = r.runSideBatch(ctx, uint64(r.cfg.BatchCount), r.countDuration())
+		rep.Results[sideBatch] = r.runSideBatch(ctx)
 	}
 	rep.Seconds = time.Since(t0).Seconds()
 	return rep, ctx.Err()
@@ -407,17 +407,17 @@ func (r *Runner) countDuration() time.Duration {
 	return r.cfg.Duration
 }
 
-// runSideBatch runs the batch workload for n entities in a fresh table of
-// its own, deleted afterwards (--batch-count; Run calls it after the other
+// runSideBatch runs the batch workload for --batch-count entities in a
+// fresh table of its own, deleted afterwards (Run calls it after the other
 // workloads, so that neither the table nor its purge affects them).
-func (r *Runner) runSideBatch(ctx context.Context, n uint64, dur time.Duration) Result {
+func (r *Runner) runSideBatch(ctx context.Context) Result {
 	main, size := r.table, r.tableSize.Load()
 	side := "bench" + randomHex(10) + "b"
 	if err := r.c.CreateTable(ctx, side, false); err != nil {
 		return Result{Workload: "batch", Errors: 1, FirstError: fmt.Sprintf("create table %s: %v", side, err)}
 	}
 	r.table = side
-	res := r.runWorkload(ctx, "batch", n, dur, false)
+	res := r.runWorkload(ctx, "batch", uint64(r.cfg.BatchCount), r.countDuration(), false)
 	r.table = main
 	r.tableSize.Store(size)
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
