@@ -302,3 +302,80 @@ func TestNullEntitySize(t *testing.T) {
 		}
 	}
 }
+
+// payloadOneByOne is appendPayload as it was first written: ten 6-bit
+// characters from each random word, appended one at a time.
+func payloadOneByOne(dst []byte, rng *rand.Rand, n int) []byte {
+	for n > 0 {
+		x := rng.Uint64()
+		for j := 0; j < 10 && n > 0; j++ {
+			dst = append(dst, payloadAlphabet[x&63])
+			x >>= 6
+			n--
+		}
+	}
+	return dst
+}
+
+// TestAppendPayload compares appendPayload with its first form for every
+// length up to two KiB, after a prefix that must survive: the same bytes and
+// the generator left in the same state, so the bench sends what it sent
+// before. Payloads must differ, and use the whole alphabet at every place.
+func TestAppendPayload(t *testing.T) {
+	seen := map[string]bool{}
+	for n := -1; n <= 2048; n++ {
+		a, b := rand.New(rand.NewPCG(7, uint64(n))), rand.New(rand.NewPCG(7, uint64(n)))
+		got := appendPayload([]byte("prefix"), a, n)
+		want := payloadOneByOne([]byte("prefix"), b, n)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("n=%d:\n got %q\nwant %q", n, got, want)
+		}
+		if a.Uint64() != b.Uint64() {
+			t.Fatalf("n=%d: the generators drifted apart", n)
+		}
+		for _, c := range got[len("prefix"):] {
+			if !strings.ContainsRune(payloadAlphabet, rune(c)) {
+				t.Fatalf("n=%d: %q is not in the alphabet", n, c)
+			}
+		}
+		if n >= 16 {
+			if p := string(got[len("prefix"):][:16]); seen[p] {
+				t.Fatalf("n=%d: payload prefix %q repeats", n, p)
+			} else {
+				seen[p] = true
+			}
+		}
+	}
+	// One generator, many payloads: no two alike, and every character of
+	// the alphabet shows up at each of the ten positions a word fills.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var pos [10]map[byte]bool
+	for i := range pos {
+		pos[i] = map[byte]bool{}
+	}
+	for range 2000 {
+		p := appendPayload(nil, rng, 20)
+		if seen[string(p[:16])] {
+			t.Fatalf("payload %q repeats", p)
+		}
+		seen[string(p[:16])] = true
+		for i := range 20 {
+			pos[i%10][p[i]] = true
+		}
+	}
+	for i, m := range pos {
+		if len(m) != len(payloadAlphabet) {
+			t.Errorf("position %d of a word: %d of %d characters seen", i, len(m), len(payloadAlphabet))
+		}
+	}
+}
+
+func BenchmarkAppendEntityJSON1K(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var buf []byte
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		buf = appendEntityJSON(buf[:0], []byte("p0001"), []byte("r000000000002"), uint64(i), 1024, rng, "")
+	}
+	b.SetBytes(int64(len(buf)))
+}
