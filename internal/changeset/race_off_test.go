@@ -1,0 +1,5 @@
+//go:build !race
+
+package changeset
+
+const raceEnabled = false
