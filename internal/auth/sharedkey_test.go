@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partita/partita/internal/raceflag"
 )
 
 const devKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
@@ -163,7 +165,7 @@ func liteRequest(tb testing.TB) (Keyring, Request, time.Time) {
 // TestVerifyAllocations: verifying a SharedKeyLite request allocates almost
 // nothing once the pools are warm (it runs on every request).
 func TestVerifyAllocations(t *testing.T) {
-	if raceEnabled {
+	if raceflag.Enabled {
 		t.Skip("the race detector's sync.Pool drops items at random; run without -race")
 	}
 	kr, r, now := liteRequest(t)

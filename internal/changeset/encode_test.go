@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/partita/partita/internal/raceflag"
 )
 
 // Boundaries of the PROTOCOL 6.3/6.4 examples.
@@ -176,7 +178,7 @@ func TestAppendResponseOneAllocation(t *testing.T) {
 	if n, size := len(AppendResponse(nil, bb, cb, long)), responseSize(bb, cb, long); n > size {
 		t.Fatalf("100 parts: response is %d bytes, responseSize said %d", n, size)
 	}
-	if raceEnabled {
+	if raceflag.Enabled {
 		return
 	}
 	if n := testing.AllocsPerRun(10, func() { AppendResponse(nil, bb, cb, resps) }); n != 1 {

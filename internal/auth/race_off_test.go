@@ -1,5 +1,0 @@
-//go:build !race
-
-package auth
-
-const raceEnabled = false

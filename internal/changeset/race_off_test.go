@@ -1,5 +1,0 @@
-//go:build !race
-
-package changeset
-
-const raceEnabled = false
