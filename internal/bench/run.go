@@ -766,12 +766,13 @@ func (r *Runner) opBatch(ctx context.Context, w *worker, b, size uint64) (opResu
 		w.reqs = make([]changeset.Request, size)
 	}
 	reqs := w.reqs[:size]
+	target := r.c.Base() + "/" + r.table
 	for k := range reqs {
 		seq := b*uint64(r.cfg.BatchSize) + uint64(k)
 		w.rk = append(w.rk[:0], 'b')
 		w.rk = append(w.rk, r.runTag...)
 		w.rk = itoaPad(w.rk, seq, rkWidth)
-		reqs[k] = r.batchInsert(reqs[k], pk, w.rk, seq, w.rng)
+		reqs[k] = r.batchInsert(reqs[k], target, pk, w.rk, seq, w.rng)
 	}
 	return r.sendBatch(ctx, w, reqs)
 }
@@ -786,16 +787,18 @@ func (r *Runner) opLoad(ctx context.Context, w *worker, p, lo, hi uint64) (opRes
 		w.reqs = make([]changeset.Request, n)
 	}
 	reqs := w.reqs[:n]
+	target := r.c.Base() + "/" + r.table
 	for k := range reqs {
 		e := p + P*(lo+uint64(k))
 		w.rk = appendRK(w.rk[:0], lo+uint64(k))
-		reqs[k] = r.batchInsert(reqs[k], pk, w.rk, e, w.rng)
+		reqs[k] = r.batchInsert(reqs[k], target, pk, w.rk, e, w.rng)
 	}
 	return r.sendBatch(ctx, w, reqs)
 }
 
-// batchInsert fills req (reusing its buffers) with an insert of entity seq.
-func (r *Runner) batchInsert(req changeset.Request, pk, rk []byte, seq uint64, rng *mrand.Rand) changeset.Request {
+// batchInsert fills req (reusing its buffers) with an insert of entity seq
+// into target, the table's URL (built once per changeset).
+func (r *Runner) batchInsert(req changeset.Request, target string, pk, rk []byte, seq uint64, rng *mrand.Rand) changeset.Request {
 	body := appendEntityJSON(req.Body[:0], pk, rk, seq, r.cfg.EntitySize, rng, "")
 	h := req.Header
 	if h == nil {
@@ -808,7 +811,7 @@ func (r *Runner) batchInsert(req changeset.Request, pk, rk []byte, seq uint64, r
 		}
 	}
 	h["Content-Length"][0] = strconv.Itoa(len(body))
-	return changeset.Request{Method: http.MethodPost, Target: r.c.Base() + "/" + r.table, Header: h, Body: body}
+	return changeset.Request{Method: http.MethodPost, Target: target, Header: h, Body: body}
 }
 
 // sendBatch posts reqs as one changeset and checks every sub-response.
