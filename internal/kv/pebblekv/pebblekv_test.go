@@ -110,10 +110,10 @@ func BenchmarkUpdate100x1K(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	// Values are 1 KiB windows of a random pool of the bench's 64-character
-	// alphabet: like the bench's payloads, no two are alike and Snappy cannot
-	// shrink them (a repeating pattern would be compressed in the blob files
-	// and flatter the engine).
+	// Values are 1 KiB windows, each at its own offset, of a pool of random
+	// characters from a 64-character alphabet: like the bench's payloads
+	// (6 random bits a byte), Snappy cannot shrink them (a repeating pattern
+	// would be compressed in the blob files and flatter the engine).
 	pool := make([]byte, 1<<20)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range pool {
