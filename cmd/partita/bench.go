@@ -18,8 +18,10 @@ const benchUsage = `Usage:
   partita bench --do-nothing-server ADDR     serve canned responses (the client/HTTP ceiling);
                                              its canned entity has an --entity-size Payload
   partita bench --growth N [flags]           load one table to N entities, measuring on the way
-  partita bench --compare partita=A.json[,do-nothing=B.json][,azurite=C.json]
-                                             print the markdown comparison of --json reports
+  partita bench --compare partita=A.json[,do-nothing=B.json][,azurite=C.json][;partita=...]
+                                             print the markdown comparison of --json reports and
+                                             the targets; rounds separated by ';' give each
+                                             round's ratios, their medians and each server's spread
 
 The bench speaks SharedKeyLite to any Table endpoint: partita, Azurite or a
 real account. Workloads (--workload, comma list, default all in this order):
@@ -74,7 +76,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	serverData := fs.String("server-data", "", "growth: report the size of this data directory")
 	growthSettle := fs.Duration("growth-settle", 0, "growth: also measure each checkpoint once the server (--server-pid) has gone idle, waiting at most this long (0: no second measurement)")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench client's own CPU profile to `FILE`")
-	compare := fs.String("compare", "", "print the markdown comparison of reports: partita=FILE[,do-nothing=FILE][,azurite=FILE]")
+	compare := fs.String("compare", "", "print the markdown comparison of reports: partita=FILE[,do-nothing=FILE][,azurite=FILE], rounds separated by ';'")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), benchUsage)
 		fs.PrintDefaults()
@@ -146,31 +148,55 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func benchCompare(spec string, stdout io.Writer) error {
-	var p, n, a *pbench.Report
-	for _, part := range strings.Split(spec, ",") {
-		label, file, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			return fmt.Errorf("--compare: %q: want label=file", part)
+	var rounds []pbench.Round
+	for _, group := range strings.Split(spec, ";") {
+		if strings.TrimSpace(group) == "" {
+			continue
 		}
-		rep, err := pbench.ReadReport(file)
-		if err != nil {
-			return fmt.Errorf("--compare: %w", err)
+		var r pbench.Round
+		for _, part := range strings.Split(group, ",") {
+			label, file, ok := strings.Cut(strings.TrimSpace(part), "=")
+			if !ok {
+				return fmt.Errorf("--compare: %q: want label=file", part)
+			}
+			var slot **pbench.Report
+			switch strings.ToLower(label) {
+			case "partita":
+				slot = &r.Partita
+			case "do-nothing", "null":
+				slot = &r.Null
+			case "azurite":
+				slot = &r.Azurite
+			default:
+				return fmt.Errorf("--compare: unknown label %q (want partita, do-nothing, azurite)", label)
+			}
+			if *slot != nil {
+				return fmt.Errorf("--compare: %s given twice in one round (separate rounds with ';')", label)
+			}
+			rep, err := pbench.ReadReport(file)
+			if err != nil {
+				return fmt.Errorf("--compare: %w", err)
+			}
+			*slot = rep
 		}
-		switch strings.ToLower(label) {
-		case "partita":
-			p = rep
-		case "do-nothing", "null":
-			n = rep
-		case "azurite":
-			a = rep
-		default:
-			return fmt.Errorf("--compare: unknown label %q (want partita, do-nothing, azurite)", label)
+		if r.Partita == nil {
+			return fmt.Errorf("--compare: round %d: partita=FILE is required", len(rounds)+1)
 		}
+		rounds = append(rounds, r)
 	}
-	if p == nil {
+	if len(rounds) == 0 {
 		return errors.New("--compare: partita=FILE is required")
 	}
-	pbench.Compare(stdout, p, n, a)
+	if len(rounds) == 1 {
+		r := rounds[0]
+		pbench.Compare(stdout, r.Partita, r.Null, r.Azurite)
+		fmt.Fprintln(stdout)
+		pbench.Targets(stdout, rounds)
+		return nil
+	}
+	pbench.Targets(stdout, rounds)
+	fmt.Fprintln(stdout)
+	pbench.Spread(stdout, rounds)
 	return nil
 }
 

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// Round is one side-by-side comparison: the reports of partita, the
+// do-nothing server and Azurite, each taken on a fresh server one after
+// the other (any but Partita may be nil).
+type Round struct {
+	Partita, Null, Azurite *Report
+}
+
+// A target is one figure of the performance issue: a ratio taken within
+// one round, or a rate of partita's.
+type target struct {
+	name  string
+	min   float64 // met when the median reaches it
+	ratio bool    // printed as a ratio (2 decimals) instead of a rate
+	value func(Round) (float64, bool)
+}
+
+// opsRatio is partita's ops/s of wl over the other server's (picked by
+// other) in the same round.
+func opsRatio(wl string, other func(Round) *Report) func(Round) (float64, bool) {
+	return func(r Round) (float64, bool) {
+		p, o := r.Partita.result(wl), other(r).result(wl)
+		if p == nil || o == nil || o.OpsPerSec == 0 {
+			return 0, false
+		}
+		return p.OpsPerSec / o.OpsPerSec, true
+	}
+}
+
+// rate is one of partita's own rates for wl, picked by pick.
+func rate(wl string, pick func(*Result) float64) func(Round) (float64, bool) {
+	return func(r Round) (float64, bool) {
+		p := r.Partita.result(wl)
+		if p == nil || pick(p) == 0 {
+			return 0, false
+		}
+		return pick(p), true
+	}
+}
+
+func nullOf(r Round) *Report    { return r.Null }
+func azuriteOf(r Round) *Report { return r.Azurite }
+
+var targets = []target{
+	{"point get ≥ 0.75 of the do-nothing server", 0.75, true, opsRatio("get", nullOf)},
+	{"durable point insert ≥ 0.5 of the do-nothing server", 0.5, true, opsRatio("insert", nullOf)},
+	{"insert ≥ 10× Azurite", 10, true, opsRatio("insert", azuriteOf)},
+	{"get ≥ 10× Azurite", 10, true, opsRatio("get", azuriteOf)},
+	{"upsert ≥ 10× Azurite", 10, true, opsRatio("upsert", azuriteOf)},
+	{"merge ≥ 10× Azurite", 10, true, opsRatio("merge", azuriteOf)},
+	{"delete ≥ 10× Azurite", 10, true, opsRatio("delete", azuriteOf)},
+	{"`$batch` of 100 inserts ≥ 150,000 entities/s", 150_000, false, rate("batch", func(r *Result) float64 { return r.EntitiesPerSec })},
+	{"range query ≥ 300,000 entities/s returned", 300_000, false, rate("range", func(r *Result) float64 { return r.EntitiesPerSec })},
+	{"table scan with a filter ≥ 1,000,000 entities/s examined", 1_000_000, false, rate("table-scan", func(r *Result) float64 { return r.ExaminedPerSec })},
+}
+
+// median of vs (not empty); the mean of the middle two for an even count.
+func median(vs []float64) float64 {
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// Targets prints the performance issue's targets over rounds: each
+// round's figure, the median and whether the median meets the target.
+// Ratios are taken within a round (servers measured one after another on
+// the same machine state), never across rounds. A target none of whose
+// rounds has the figure (Azurite did not run, the workload was not
+// selected) is left out.
+func Targets(w io.Writer, rounds []Round) {
+	if len(rounds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Targets (the performance issue): each round's figure, the median over %d round(s), and whether the median meets the target.\n\n", len(rounds))
+	var head, rule strings.Builder
+	head.WriteString("| target |")
+	rule.WriteString("|---|")
+	for i := range rounds {
+		fmt.Fprintf(&head, " round %d |", i+1)
+		rule.WriteString("---:|")
+	}
+	head.WriteString(" median | met |")
+	rule.WriteString("---:|---|")
+	fmt.Fprintln(w, head.String())
+	fmt.Fprintln(w, rule.String())
+	for _, t := range targets {
+		var vs []float64
+		cells := make([]string, len(rounds))
+		for i, r := range rounds {
+			cells[i] = "-"
+			if r.Partita == nil {
+				continue
+			}
+			if v, ok := t.value(r); ok {
+				vs = append(vs, v)
+				cells[i] = t.format(v)
+			}
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		m := median(vs)
+		met := "no"
+		if m >= t.min {
+			met = "yes"
+		}
+		if len(vs) < len(rounds) {
+			met += fmt.Sprintf(" (%d of %d rounds)", len(vs), len(rounds))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.name, strings.Join(cells, " | "), t.format(m), met)
+	}
+}
+
+func (t target) format(v float64) string {
+	if t.ratio {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmtRate(v)
+}
+
+// Spread prints each server's main rate per workload over rounds (ops/s;
+// entities/s for batch and range, examined/s for the scans), with the
+// median and the largest over the smallest: how much a server moved
+// between fresh starts of the same code. The do-nothing server's queries
+// are left out: its canned page is no query result.
+func Spread(w io.Writer, rounds []Round) {
+	if len(rounds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Rates per round (ops/s; entities/s for batch and range; examined/s for the scans), the median, and max / min over the %d rounds:\n\n", len(rounds))
+	var head, rule strings.Builder
+	head.WriteString("| workload | server |")
+	rule.WriteString("|---|---|")
+	for i := range rounds {
+		fmt.Fprintf(&head, " round %d |", i+1)
+		rule.WriteString("---:|")
+	}
+	head.WriteString(" median | max / min |")
+	rule.WriteString("---:|---:|")
+	fmt.Fprintln(w, head.String())
+	fmt.Fprintln(w, rule.String())
+	servers := []struct {
+		name string
+		of   func(Round) *Report
+	}{{"partita", func(r Round) *Report { return r.Partita }}, {"do-nothing", nullOf}, {"Azurite", azuriteOf}}
+	for _, wl := range []string{"insert", "get", "upsert", "merge", "delete", "mixed", "batch", "range", "partition-scan", "table-scan"} {
+		for _, s := range servers {
+			if s.name == "do-nothing" && (wl == "range" || strings.HasSuffix(wl, "-scan")) {
+				continue // its canned page is no query result
+			}
+			var vs []float64
+			cells := make([]string, len(rounds))
+			for i, r := range rounds {
+				cells[i] = "-"
+				if res := s.of(r).result(wl); res != nil {
+					v := mainRate(res)
+					vs = append(vs, v)
+					cells[i] = fmtRate(v)
+				}
+			}
+			if len(vs) == 0 {
+				continue
+			}
+			spread := "-"
+			if lo := slices.Min(vs); lo > 0 {
+				spread = fmt.Sprintf("%.2f", slices.Max(vs)/lo)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", wl, s.name, strings.Join(cells, " | "), fmtRate(median(vs)), spread)
+		}
+	}
+}
+
+// mainRate is the rate a workload is judged by: examined/s for the
+// scans, entities/s for batch and range, ops/s otherwise.
+func mainRate(r *Result) float64 {
+	switch r.Workload {
+	case "partition-scan", "table-scan":
+		return r.ExaminedPerSec
+	case "batch", "range":
+		return r.EntitiesPerSec
+	}
+	return r.OpsPerSec
+}
