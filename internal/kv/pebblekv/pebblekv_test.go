@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -207,5 +211,86 @@ func TestIteratorReportsValueReadErrors(t *testing.T) {
 	})
 	if !errors.Is(err, errorfs.ErrInjected) {
 		t.Fatalf("after %d values, the iterator's error = %v, want the injected read error", n, err)
+	}
+}
+
+// TestWALDir: with Options.WALDir the log files are written there, the
+// data survives a reopen with the same WALDir, and opening with another
+// WALDir fails (Pebble's OPTIONS check), since it would miss the log.
+func TestWALDir(t *testing.T) {
+	dir, wal := t.TempDir(), filepath.Join(t.TempDir(), "wal")
+	db, err := pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]bool{wal: true, dir: false} {
+		logs, _ := filepath.Glob(filepath.Join(d, "*.log"))
+		if (len(logs) > 0) != want {
+			t.Errorf("log files in %s: %v, want some: %v", d, logs, want)
+		}
+	}
+	db.Close()
+
+	if db, err := pebblekv.Open(dir, nil); err == nil {
+		db.Close()
+		t.Fatal("opened without the WALDir the store was written with")
+	}
+	db, err = pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(t.Context(), func(r kv.Reader) error {
+		v, err := r.Get([]byte("k"))
+		if err == nil && string(v) != "v" {
+			t.Errorf("Get(k) = %q, want v", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWALDirLowSpace: the free-space guard watches the WAL's directory as
+// well as the data directory, since Pebble dies when either fills. The WAL
+// is on a small tmpfs that a filler leaves almost full; the data
+// directory has room.
+func TestWALDirLowSpace(t *testing.T) {
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); WAL low-space test skipped", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{WALDir: filepath.Join(mnt, "wal"), MemTableSize: 1 << 20, MinFreeBytes: 6 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	set := func() error {
+		return db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) })
+	}
+	if err := set(); err != nil {
+		t.Fatalf("with room: %v", err)
+	}
+	filler := filepath.Join(mnt, "filler")
+	if err := os.WriteFile(filler, make([]byte, 12<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for err = set(); err == nil && time.Now().Before(deadline); err = set() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !errors.Is(err, pebblekv.ErrLowDiskSpace) || !errors.Is(err, kv.ErrUnavailable) {
+		t.Fatalf("WAL directory nearly full: Update = %v, want ErrLowDiskSpace and ErrUnavailable", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := set(); err != nil {
+		t.Errorf("after the filler is gone: %v", err)
 	}
 }
