@@ -84,17 +84,7 @@ func Targets(w io.Writer, rounds []Round) {
 		return
 	}
 	fmt.Fprintf(w, "Targets (the performance issue): each round's figure, the median over %d round(s), and whether the median meets the target.\n\n", len(rounds))
-	var head, rule strings.Builder
-	head.WriteString("| target |")
-	rule.WriteString("|---|")
-	for i := range rounds {
-		fmt.Fprintf(&head, " round %d |", i+1)
-		rule.WriteString("---:|")
-	}
-	head.WriteString(" median | met |")
-	rule.WriteString("---:|---|")
-	fmt.Fprintln(w, head.String())
-	fmt.Fprintln(w, rule.String())
+	roundsHeader(w, []string{"target"}, len(rounds), "met", "---")
 	for _, t := range targets {
 		var vs []float64
 		cells := make([]string, len(rounds))
@@ -140,17 +130,7 @@ func Spread(w io.Writer, rounds []Round) {
 		return
 	}
 	fmt.Fprintf(w, "Rates per round (ops/s; entities/s for batch and range; examined/s for the scans), the median, and max / min over the %d rounds:\n\n", len(rounds))
-	var head, rule strings.Builder
-	head.WriteString("| workload | server |")
-	rule.WriteString("|---|---|")
-	for i := range rounds {
-		fmt.Fprintf(&head, " round %d |", i+1)
-		rule.WriteString("---:|")
-	}
-	head.WriteString(" median | max / min |")
-	rule.WriteString("---:|---:|")
-	fmt.Fprintln(w, head.String())
-	fmt.Fprintln(w, rule.String())
+	roundsHeader(w, []string{"workload", "server"}, len(rounds), "max / min", "---:")
 	servers := []struct {
 		name string
 		of   func(Round) *Report
@@ -192,4 +172,23 @@ func mainRate(r *Result) float64 {
 		return r.EntitiesPerSec
 	}
 	return r.OpsPerSec
+}
+
+// roundsHeader prints a markdown table's head: the lead columns (left
+// aligned), a column per round and the median (right aligned), and last,
+// aligned by lastRule.
+func roundsHeader(w io.Writer, lead []string, rounds int, last, lastRule string) {
+	var head, rule strings.Builder
+	for _, c := range lead {
+		fmt.Fprintf(&head, "| %s ", c)
+		rule.WriteString("|---")
+	}
+	for i := range rounds {
+		fmt.Fprintf(&head, "| round %d ", i+1)
+		rule.WriteString("|---:")
+	}
+	fmt.Fprintf(&head, "| median | %s |", last)
+	fmt.Fprintf(&rule, "|---:|%s|", lastRule)
+	fmt.Fprintln(w, head.String())
+	fmt.Fprintln(w, rule.String())
 }

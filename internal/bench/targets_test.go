@@ -80,6 +80,13 @@ func TestTargets(t *testing.T) {
 	Targets(&buf, rounds)
 	out := buf.String()
 
+	for _, line := range []string{
+		"| target | round 1 | round 2 | round 3 | median | met |\n|---|---:|---:|---:|---:|---|\n",
+	} {
+		if !strings.Contains(out, line) {
+			t.Errorf("want the head %q in:\n%s", line, out)
+		}
+	}
 	check := func(name string, want ...string) {
 		t.Helper()
 		got := row(t, out, name)[1:]
@@ -122,6 +129,7 @@ func TestSpread(t *testing.T) {
 	Spread(&buf, rounds)
 	out := buf.String()
 	for _, line := range []string{
+		"| workload | server | round 1 | round 2 | median | max / min |\n|---|---|---:|---:|---:|---:|",
 		"| merge | partita | 100 | 110 | 105 | 1.10 |",
 		"| merge | Azurite | 10.0 | 25.0 | 17.5 | 2.50 |",
 		"| range | partita | 300 | 330 | 315 | 1.10 |",

@@ -49,10 +49,16 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.View(t.Context(), func(r kv.Reader) error {
-		v, err := r.Get([]byte("k"))
-		if err == nil && string(v) != "v" {
-			t.Errorf("Get(k) = %q, want v", v)
+	wantValue(t, db, "k", "v")
+}
+
+// wantValue fails t unless db holds value at key.
+func wantValue(t *testing.T, db kv.DB, key, value string) {
+	t.Helper()
+	err := db.View(t.Context(), func(r kv.Reader) error {
+		v, err := r.Get([]byte(key))
+		if err == nil && string(v) != value {
+			t.Errorf("Get(%s) = %q, want %q", key, v, value)
 		}
 		return err
 	})
@@ -243,16 +249,7 @@ func TestWALDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	err = db.View(t.Context(), func(r kv.Reader) error {
-		v, err := r.Get([]byte("k"))
-		if err == nil && string(v) != "v" {
-			t.Errorf("Get(k) = %q, want v", v)
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantValue(t, db, "k", "v")
 }
 
 // TestWALDirLowSpace: the free-space guard watches the WAL's directory as
