@@ -177,6 +177,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	var db kv.DB
 	shared := false
+	if c.WALDir != "" && c.Store != "pebble" {
+		return fmt.Errorf("--wal-dir %q: only the embedded engine (--store pebble) has a write-ahead log of partita's", c.WALDir)
+	}
 	switch c.Store {
 	case "pebble":
 		if err := os.MkdirAll(c.Data, 0o755); err != nil {
@@ -188,8 +191,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		walDir := c.WALDir
 		if walDir != "" {
-			// Pebble resolves a relative WALDir against the data
-			// directory; a user means the working directory.
+			// Pebble records the path as given and checks it at
+			// every open: an absolute one names the same directory
+			// wherever the server is started from.
 			if walDir, err = filepath.Abs(walDir); err != nil {
 				return err
 			}

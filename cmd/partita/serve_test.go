@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +69,14 @@ func TestServeCacheFlag(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"--cache-mb", "lots"}, io.Discard); err == nil {
 		t.Error("--cache-mb lots: accepted")
+	}
+}
+
+// TestServeWALDirNeedsPebble: --wal-dir with an engine that has no WAL of
+// partita's is refused before anything is opened or listened on.
+func TestServeWALDirNeedsPebble(t *testing.T) {
+	err := run(t.Context(), []string{"serve", "--store", "mem", "--wal-dir", t.TempDir(), "--addr", "127.0.0.1:0"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--wal-dir") {
+		t.Errorf("serve --store mem --wal-dir: %v, want an error naming --wal-dir", err)
 	}
 }

@@ -43,6 +43,7 @@ type Options struct {
 	// waits for (docs/PERFORMANCE.md). Empty keeps the WAL beside the data.
 	// Pebble records it in the store's OPTIONS file and refuses to open
 	// the store with another WALDir, so that no unreplayed log is missed.
+	// A relative WALDir is relative to the working directory, as in Pebble.
 	WALDir string
 }
 

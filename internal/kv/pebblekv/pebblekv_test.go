@@ -240,6 +240,23 @@ func TestWALDir(t *testing.T) {
 	}
 	db.Close()
 
+	// A relative WALDir is relative to the working directory, as in
+	// Pebble (not to the data directory).
+	wd := t.TempDir()
+	t.Chdir(wd)
+	rel := t.TempDir()
+	db2, err := pebblekv.Open(rel, &pebblekv.Options{WALDir: "wal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db2.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(wd, "wal", "*.log")); len(logs) == 0 {
+		t.Errorf("relative WALDir: no log files in %s", filepath.Join(wd, "wal"))
+	}
+	db2.Close()
+
 	if db, err := pebblekv.Open(dir, nil); err == nil {
 		db.Close()
 		t.Fatal("opened without the WALDir the store was written with")
