@@ -766,7 +766,7 @@ func (r *Runner) opBatch(ctx context.Context, w *worker, b, size uint64) (opResu
 		w.reqs = make([]changeset.Request, size)
 	}
 	reqs := w.reqs[:size]
-	target := r.c.Base() + "/" + r.table
+	target := r.tableURL()
 	for k := range reqs {
 		seq := b*uint64(r.cfg.BatchSize) + uint64(k)
 		w.rk = append(w.rk[:0], 'b')
@@ -787,7 +787,7 @@ func (r *Runner) opLoad(ctx context.Context, w *worker, p, lo, hi uint64) (opRes
 		w.reqs = make([]changeset.Request, n)
 	}
 	reqs := w.reqs[:n]
-	target := r.c.Base() + "/" + r.table
+	target := r.tableURL()
 	for k := range reqs {
 		e := p + P*(lo+uint64(k))
 		w.rk = appendRK(w.rk[:0], lo+uint64(k))
@@ -795,6 +795,10 @@ func (r *Runner) opLoad(ctx context.Context, w *worker, p, lo, hi uint64) (opRes
 	}
 	return r.sendBatch(ctx, w, reqs)
 }
+
+// tableURL is the URL of the table the workloads use (a changeset's
+// inserts target it).
+func (r *Runner) tableURL() string { return r.c.Base() + "/" + r.table }
 
 // batchInsert fills req (reusing its buffers) with an insert of entity seq
 // into target, the table's URL (built once per changeset).

@@ -32,7 +32,7 @@ func TestMedian(t *testing.T) {
 // entities/s and examined/s from ents and exam when given.
 func report(ops map[string]float64, ents, exam map[string]float64) *Report {
 	rep := &Report{}
-	for _, wl := range []string{"insert", "get", "upsert", "merge", "delete", "mixed", "batch", "range", "partition-scan", "table-scan"} {
+	for _, wl := range AllWorkloads {
 		o, ok := ops[wl]
 		if !ok {
 			continue
