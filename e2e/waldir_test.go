@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // logFiles lists the names of Pebble's write-ahead log files in dir.
@@ -32,7 +33,11 @@ func TestWALDir(t *testing.T) {
 	}
 	data := t.TempDir()
 	// Relative to the working directory, as a user would give it.
-	wal, err := filepath.Rel(mustGetwd(t), filepath.Join(t.TempDir(), "wal"))
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, err := filepath.Rel(wd, filepath.Join(t.TempDir(), "wal"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +45,7 @@ func TestWALDir(t *testing.T) {
 	c := newTable(t, serviceClient(t, s))
 	name := tableNames[c]
 	for i := range 30 {
-		b, _ := json.Marshal(map[string]any{"PartitionKey": "p", "RowKey": fmt.Sprint(i), "V": i})
-		if _, err := c.AddEntity(ctx, b, nil); err != nil {
+		if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": fmt.Sprint(i), "V": i}), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -55,10 +59,13 @@ func TestWALDir(t *testing.T) {
 	<-s.done
 
 	// Without --wal-dir: Pebble's OPTIONS file names the old directory,
-	// and the server must not start without it.
-	out, err := exec.Command(partitaBin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn").CombinedOutput()
-	if err == nil {
-		t.Fatalf("serve without --wal-dir started on a store whose log is elsewhere:\n%s", out)
+	// and the server must not start without it. A server that does start
+	// is killed after a while, so a regression fails instead of hanging.
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(rctx, partitaBin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn").CombinedOutput()
+	if err == nil || rctx.Err() != nil {
+		t.Fatalf("serve without --wal-dir started on a store whose log is elsewhere (%v):\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "WALDir") {
 		t.Errorf("serve without --wal-dir: want an error naming WALDir, got:\n%s", out)
@@ -80,13 +87,4 @@ func TestWALDir(t *testing.T) {
 			t.Errorf("entity %d lost", i)
 		}
 	}
-}
-
-func mustGetwd(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return wd
 }
