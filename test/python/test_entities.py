@@ -5,7 +5,7 @@ from azure.core import MatchConditions
 from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 from azure.data.tables import TableEntity, UpdateMode
 
-from conftest import expect_error
+from conftest import error_code, expect_error
 
 
 def test_create_get_delete(table):
@@ -91,4 +91,25 @@ def test_missing_keys_and_bad_values(table):
     # A property name that starts with a digit.
     expect_error(HttpResponseError, 400, "PropertyNameInvalid", table.create_entity,
                  {"PartitionKey": "p", "RowKey": "r", "1x": 1})
+    assert list(table.list_entities()) == []
+
+
+def test_none_property_is_not_stored(table):
+    table.create_entity({"PartitionKey": "p", "RowKey": "r", "a": 1, "gone": None})
+    assert dict(table.get_entity("p", "r")) == {"PartitionKey": "p", "RowKey": "r", "a": 1}
+    table.upsert_entity({"PartitionKey": "p", "RowKey": "r2", "b": None, "c": "x"}, mode=UpdateMode.REPLACE)
+    assert dict(table.get_entity("p", "r2")) == {"PartitionKey": "p", "RowKey": "r2", "c": "x"}
+
+
+@pytest.mark.parametrize("missing", ["PartitionKey", "RowKey"])
+def test_missing_key_needs_value(table, missing):
+    # The SDK turns the service's 400 PropertiesNeedValue into a ValueError
+    # naming the missing key; the service's error is its cause.
+    entity = {"PartitionKey": "p", "RowKey": "r", "v": 1}
+    del entity[missing]
+    with pytest.raises(ValueError, match=f"{missing} must be present in an entity") as info:
+        table.create_entity(entity)
+    cause = info.value.__cause__
+    assert isinstance(cause, HttpResponseError) and cause.status_code == 400
+    assert error_code(cause) == "PropertiesNeedValue"
     assert list(table.list_entities()) == []
