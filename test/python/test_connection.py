@@ -124,3 +124,13 @@ def test_https_endpoint():
     with TableServiceClient.from_connection_string(conn, **NO_RETRY) as svc:
         with pytest.raises(ServiceRequestError, match="CERTIFICATE_VERIFY_FAILED"):
             list(svc.list_tables())
+
+
+def test_table_client_from_table_url():
+    name = unique_name("url")
+    with TableClient.from_table_url(f"{ENDPOINT}/{name}", credential=CRED, **NO_RETRY) as t:
+        assert t.table_name == name and t.account_name == ACCOUNT
+        t.create_table()
+        t.create_entity({"PartitionKey": "p", "RowKey": "r"})
+        assert [e["RowKey"] for e in t.list_entities()] == ["r"]
+        t.delete_table()

@@ -72,3 +72,17 @@ def test_bad_filter_is_400(table):
     _fill(table, 2)
     err = expect_error(HttpResponseError, 400, "InvalidInput", lambda: list(table.query_entities("i eq eq 1")))
     assert "Syntax error" in err.message
+
+
+def test_service_page_size_is_1000(table):
+    for b in range(11):
+        table.submit_transaction([("create", {"PartitionKey": "p", "RowKey": f"{b * 100 + i:05d}"}) for i in range(100)])
+    pages = [[e["RowKey"] for e in p] for p in table.list_entities().by_page()]
+    assert [len(p) for p in pages] == [1000, 100]
+    assert [rk for p in pages for rk in p] == [f"{i:05d}" for i in range(1100)]
+
+
+def test_page_size_above_1000_is_400(table):
+    _fill(table, 2)
+    err = expect_error(HttpResponseError, 400, "InvalidInput", lambda: next(table.list_entities(results_per_page=1001).by_page()))
+    assert "One of the request inputs is not valid." in err.message
