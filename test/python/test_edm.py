@@ -32,12 +32,15 @@ def _entity(pk="p", rk="r"):
         "dtiny": 5e-324,
         "dtenth": 0.1,
         "dwhole": 2.0,
+        "dexp": 1e-07,
+        "dbig": 1e20,
         "dt7": EntityProperty("2024-01-02T03:04:05.1234567Z", EdmType.DATETIME),
         "dtmin": EntityProperty("1601-01-01T00:00:00Z", EdmType.DATETIME),
         "dtmax": EntityProperty("9999-12-31T23:59:59.9999999Z", EdmType.DATETIME),
         "dtpy": datetime(2020, 2, 29, 23, 59, 58, 987654, tzinfo=timezone.utc),
         "guid": GUID,
         "bin": BINARY,
+        "binempty": b"",
         "t": True,
         "f": False,
         "s": "ünï©ødé 日本語 😀 'single' \"double\" \\ back",
@@ -57,6 +60,7 @@ def _check(got):
     assert got["dtiny"] == 5e-324
     assert got["dtenth"] == 0.1
     assert type(got["dwhole"]) is float and got["dwhole"] == 2.0
+    assert got["dexp"] == 1e-07 and got["dbig"] == 1e20 and type(got["dbig"]) is float
     dt7 = got["dt7"]
     assert isinstance(dt7, datetime)
     assert dt7.tables_service_value == "2024-01-02T03:04:05.1234567Z"
@@ -67,6 +71,7 @@ def _check(got):
     assert got["dtpy"] == datetime(2020, 2, 29, 23, 59, 58, 987654, tzinfo=timezone.utc)
     assert got["guid"] == GUID and isinstance(got["guid"], uuid.UUID)
     assert got["bin"] == BINARY and isinstance(got["bin"], bytes)
+    assert got["binempty"] == b""
     assert got["t"] is True and got["f"] is False
     assert got["s"] == "ünï©ødé 日本語 😀 'single' \"double\" \\ back"
     assert got["empty"] == ""
