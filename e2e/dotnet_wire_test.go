@@ -238,6 +238,19 @@ func TestDotNetWire(t *testing.T) {
 		}
 	})
 
+	t.Run("UndoubledQuoteInKey", func(t *testing.T) {
+		c := dotnetClient{t: t, base: c.base}
+		// Releases before the quote-doubling fix (and the compatibility
+		// switches that restore it) send a key's quote once; the service
+		// refuses that with 400 InvalidInput, and so must partita.
+		p := "/" + table + "(PartitionKey='" + dotnetEscape(pk) + "',RowKey='" + dotnetEscape(rk) + "')?" + dotnetFormat
+		resp, body := c.do("GET", p, dotnetQueryHdr, nil, "")
+		wantStatus(t, "get with an undoubled quote", resp, body, 400)
+		if code := resp.Header.Get("x-ms-error-code"); code != "InvalidInput" {
+			t.Fatalf("undoubled quote: code %q, want InvalidInput", code)
+		}
+	})
+
 	t.Run("FilterLiterals", func(t *testing.T) {
 		c := dotnetClient{t: t, base: c.base}
 		// TableOdataFilter.Create's literal forms: long with L, DateTime via
