@@ -88,6 +88,19 @@ class ConnectionStringTest {
     TableServiceClient svc = b.buildClient();
     assertEquals(devstore, svc.getServiceEndpoint());
     roundTrip(svc, "jdev");
+    if (direct) {
+      // The 127.0.0.1:10002 server is not the random-port one: a table made through
+      // UseDevelopmentStorage=true is not in the other's list.
+      String name = Partita.tableName("jdevonly");
+      svc.createTable(name);
+      try {
+        assertEquals(List.of(), Partita.service()
+            .listTables(new ListTablesOptions().setFilter("TableName eq '" + name + "'"), null, null)
+            .stream().map(i -> i.getName()).collect(Collectors.toList()));
+      } finally {
+        svc.deleteTable(name);
+      }
+    }
     if (redirect != null) {
       assertTrue(redirect.seen.size() >= 5, "requests sent: " + redirect.seen);
       for (String u : redirect.seen) {
