@@ -153,6 +153,29 @@ class EntitiesTest {
   }
 
   @Test
+  void propertyCountAndEntitySizeLimits() {
+    TableEntity most = new TableEntity("p", "most");
+    for (int i = 0; i < 252; i++) {
+      most.addProperty("P" + i, i);
+    }
+    t.createEntity(most);
+    assertEquals(252, custom(t.getEntity("p", "most")).size());
+    most.addProperty("P252", 252);
+    assertServiceError(400, "TooManyProperties", () -> t.updateEntity(most, TableEntityUpdateMode.REPLACE));
+    assertServiceError(400, "TooManyProperties",
+        () -> t.createEntity(new TableEntity("p", "more").setProperties(most.getProperties())));
+
+    // Seventeen 64 KiB binaries are more than 1 MiB.
+    TableEntity big = new TableEntity("p", "big");
+    for (int i = 0; i < 17; i++) {
+      big.addProperty("B" + i, new byte[64 * 1024]);
+    }
+    assertServiceError(400, "EntityTooLarge", () -> t.createEntity(big));
+    assertServiceError(404, "ResourceNotFound", () -> t.getEntity("p", "big"));
+    assertServiceError(404, "ResourceNotFound", () -> t.getEntity("p", "more"));
+  }
+
+  @Test
   void invalidKeysAndProperties() {
     assertServiceError(400, "OutOfRangeInput",
         () -> t.createEntity(new TableEntity("p", "a/b")));

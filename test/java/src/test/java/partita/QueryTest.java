@@ -96,6 +96,9 @@ class QueryTest {
         keys("(PartitionKey eq 'a' and RowKey ge 'r010' and RowKey lt 'r012') or (PartitionKey eq 'b' and RowKey eq 'r001')"));
     assertEquals(List.of("b/r000", "b/r001", "b/r002"),
         keys("PartitionKey gt 'a' and not (I ge 3)"));
+    // Timestamp is filterable like any DateTime.
+    assertEquals(30, keys("Timestamp ge datetime'2020-01-01T00:00:00Z'").size());
+    assertEquals(List.of(), keys("Timestamp lt datetime'2020-01-01T00:00:00Z'"));
     // A property the entity lacks never matches.
     assertEquals(List.of(), keys("Missing eq 1"));
   }

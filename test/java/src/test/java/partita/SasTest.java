@@ -21,7 +21,9 @@ import com.azure.data.tables.sas.TableAccountSasPermission;
 import com.azure.data.tables.sas.TableAccountSasResourceType;
 import com.azure.data.tables.sas.TableAccountSasService;
 import com.azure.data.tables.sas.TableAccountSasSignatureValues;
+import com.azure.data.tables.sas.TableSasIpRange;
 import com.azure.data.tables.sas.TableSasPermission;
+import com.azure.data.tables.sas.TableSasProtocol;
 import com.azure.data.tables.sas.TableSasSignatureValues;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
@@ -147,6 +149,22 @@ class SasTest {
         OffsetDateTime.now(ZoneOffset.UTC).minusMinutes(20), TableSasPermission.parse("r"))
         .setStartTime(OffsetDateTime.now(ZoneOffset.UTC).minusHours(1))));
     assertForbidden("AuthenticationFailed", () -> expired.getEntity("p", "r"));
+
+    // A SAS that is not valid yet fails authentication too.
+    TableClient early = withSas(t.generateSas(new TableSasSignatureValues(inOneHour(), TableSasPermission.parse("r"))
+        .setStartTime(OffsetDateTime.now(ZoneOffset.UTC).plusMinutes(30))));
+    assertForbidden("AuthenticationFailed", () -> early.getEntity("p", "r"));
+
+    // HTTPS only, used over HTTP; and a source IP range that excludes 127.0.0.1.
+    TableClient httpsOnly = withSas(t.generateSas(new TableSasSignatureValues(inOneHour(), TableSasPermission.parse("r"))
+        .setProtocol(TableSasProtocol.HTTPS_ONLY)));
+    assertForbidden("AuthorizationProtocolMismatch", () -> httpsOnly.getEntity("p", "r"));
+    TableClient elsewhere = withSas(t.generateSas(new TableSasSignatureValues(inOneHour(), TableSasPermission.parse("r"))
+        .setSasIpRange(TableSasIpRange.parse("10.0.0.1-10.0.0.9"))));
+    assertForbidden("AuthorizationSourceIPMismatch", () -> elsewhere.getEntity("p", "r"));
+    TableClient here = withSas(t.generateSas(new TableSasSignatureValues(inOneHour(), TableSasPermission.parse("r"))
+        .setSasIpRange(TableSasIpRange.parse("127.0.0.1")).setProtocol(TableSasProtocol.HTTPS_HTTP)));
+    assertEquals("r", here.getEntity("p", "r").getRowKey());
 
     // A table SAS is for its own table only.
     String other = Partita.tableName("jsasother");
