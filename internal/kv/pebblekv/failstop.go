@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -29,6 +30,10 @@ type fataler struct {
 
 	once       sync.Once
 	opened     atomic.Bool
+	quiet      sync.Mutex // guards the three below
+	lastErr    string     // without its digits
+	lastLogged time.Time
+	repeated   int
 	closing    atomic.Bool
 	openFailed chan error // buffered, one
 }
@@ -75,7 +80,7 @@ func noSpace(err error) bool {
 // is left to Pebble's retries while the free-space guard refuses writes
 // (they resume with the space), and fatal when the guard is off.
 func (f *fataler) background(err error) {
-	f.log.Error("background error: "+err.Error(), "component", "pebble")
+	f.logBackground(err)
 	if !hopeless(err) || f.closing.Load() {
 		return
 	}
@@ -84,6 +89,40 @@ func (f *fataler) background(err error) {
 	}
 	f.stop(err)
 }
+
+// logBackground logs a background error, the same one at most every
+// repeatEvery: Pebble retries a failed flush at once, and on a full disk
+// that was some 80 lines a second.
+func (f *fataler) logBackground(err error) {
+	msg := err.Error()
+	// The same error names a new file at every retry.
+	key := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, msg)
+	f.quiet.Lock()
+	now := time.Now()
+	if key == f.lastErr && now.Sub(f.lastLogged) < repeatEvery {
+		f.repeated++
+		f.quiet.Unlock()
+		return
+	}
+	repeated := f.repeated
+	if key != f.lastErr {
+		repeated = 0
+	}
+	f.lastErr, f.lastLogged, f.repeated = key, now, 0
+	f.quiet.Unlock()
+	if repeated > 0 {
+		f.log.Error("background error: "+msg, "component", "pebble", "repeated", repeated)
+		return
+	}
+	f.log.Error("background error: "+msg, "component", "pebble")
+}
+
+const repeatEvery = 10 * time.Second
 
 // walError handles an error writing the write-ahead log once the store is
 // open. Pebble cannot go on from one: it panics where it rotates the log

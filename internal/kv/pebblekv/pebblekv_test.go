@@ -428,3 +428,61 @@ func TestOpenCannotRecover(t *testing.T) {
 		t.Fatal("Open neither returned nor failed within 30 s")
 	}
 }
+
+// countingHandler counts the log records whose message starts with prefix.
+type countingHandler struct {
+	prefix string
+	n      *atomic.Int64
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestBackgroundErrorsNotFlooded: a flush that keeps failing for want of
+// space (retried by Pebble while the free-space guard refuses writes) is
+// logged once, not at every retry.
+func TestBackgroundErrorsNotFlooded(t *testing.T) {
+	var n atomic.Int64
+	toggle := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".sst") {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	})}
+	db, err := pebblekv.Open("db", &pebblekv.Options{
+		FS:           errorfs.Wrap(vfs.NewMem(), toggle),
+		MemTableSize: 1 << 20,
+		Logger:       slog.New(countingHandler{prefix: "background error", n: &n}),
+		OnFatal:      func(err error) { t.Errorf("OnFatal(%v) with the guard on", err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toggle.On()
+	value := bytes.Repeat([]byte("v"), 1024)
+	for i := 0; i < 3000; i++ { // three memtables' worth: flushes are due
+		key := []byte(fmt.Sprintf("k%05d", i))
+		if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // Pebble retries meanwhile
+	if got := n.Load(); got < 1 || got > 2 {
+		t.Errorf("%d background error lines in about 2 s of failing flushes, want 1 (or 2)", got)
+	}
+	toggle.Off()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
