@@ -360,3 +360,46 @@ func TestSecondInstance(t *testing.T) {
 		t.Errorf("second instance says:\n%s\nwant %q", out, want)
 	}
 }
+
+// TestSignalDuringOpen: a store open that hangs (its OPTIONS file is a
+// FIFO nobody writes, as a file on a hung device would block) does not
+// make partita deaf to signals: SIGINT ends it within 15 s with a non-zero
+// status (it used to be ignored until the open finished).
+func TestSignalDuringOpen(t *testing.T) {
+	if E2EStore == "postgres" {
+		t.Skip("the Pebble engine's files")
+	}
+	data := t.TempDir()
+	s := StartServer(t, data)
+	s.Stop(t)
+	opts, _ := filepath.Glob(filepath.Join(data, "OPTIONS-*"))
+	if len(opts) == 0 {
+		t.Fatal("no OPTIONS file in the store")
+	}
+	for _, o := range opts {
+		if err := os.Remove(o); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(o, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startProc(t, partitaBin, nil, false, "--data", data)
+	time.Sleep(time.Second) // opening
+	select {
+	case <-p.done:
+		t.Fatalf("partita exited before the signal:\n%s", p.stderr())
+	default:
+	}
+	p.cmd.Process.Signal(os.Interrupt)
+	code, ok := p.exited(15 * time.Second)
+	if !ok {
+		t.Fatal("partita still running 15 s after SIGINT while opening its store")
+	}
+	if code == 0 {
+		t.Errorf("exit status 0 after an interrupted open")
+	}
+	if !strings.Contains(p.stderr(), "interrupted while opening the store") {
+		t.Errorf("the log does not say why:\n%s", p.stderr())
+	}
+}
