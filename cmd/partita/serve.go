@@ -67,7 +67,17 @@ type Config struct {
 	// GOMEMLIMIT give their defaults); negative leaves Go's own setting.
 	GCPercent    int64
 	GoMemLimitMB int64
+	// ShutdownTimeout bounds how long in-flight requests may take to
+	// finish after SIGINT or SIGTERM; the process exits at most
+	// shutdownGrace later whatever is left.
+	ShutdownTimeout time.Duration
 }
+
+// shutdownGrace is how long closing the store may take after the
+// in-flight requests (--shutdown-timeout): then the process exits without
+// waiting any more. A store that is not closed loses nothing
+// acknowledged (the crash test kills it at random).
+const shutdownGrace = 4 * time.Second
 
 func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok {
@@ -129,6 +139,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
 	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
 	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
 		fs.PrintDefaults()
@@ -198,7 +209,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 		}
-		db, err = pebblekv.Open(c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
+		db, err = openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
 		if err != nil {
 			return err
 		}
@@ -276,10 +287,38 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// Whatever hangs (a request, a store that cannot close), the process
+	// ends: a supervisor that sent SIGTERM expects it to.
+	hard := time.AfterFunc(c.ShutdownTimeout+shutdownGrace, func() {
+		log.Error("shutdown did not finish in time; exiting without closing the store (a restart recovers every acknowledged write from the write-ahead log)", "limit", (c.ShutdownTimeout + shutdownGrace).String())
+		os.Exit(1)
+	})
+	defer hard.Stop()
+	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("shutdown", "err", err)
 	}
 	return nil
+}
+
+// openPebble opens the embedded store, giving up when ctx ends (SIGINT or
+// SIGTERM): replaying a long write-ahead log can take a while, and a store
+// left half-opened loses nothing acknowledged.
+func openPebble(ctx context.Context, dir string, o *pebblekv.Options) (*pebblekv.DB, error) {
+	type result struct {
+		db  *pebblekv.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		db, err := pebblekv.Open(dir, o)
+		done <- result{db, err}
+	}()
+	select {
+	case r := <-done:
+		return r.db, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("interrupted while opening the store in %s", dir)
+	}
 }

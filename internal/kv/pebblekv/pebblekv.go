@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -45,7 +46,26 @@ type Options struct {
 	// the store with another WALDir, so that no unreplayed log is missed.
 	// A relative WALDir is relative to the working directory, as in Pebble.
 	WALDir string
+	// OnFatal is called once when the store cannot go on: a write to the
+	// write-ahead log or the MANIFEST failed (Pebble's commit pipeline is
+	// then broken), the data directory lost its permissions, or, with the
+	// free-space guard off, the disk is full. Nothing acknowledged is lost:
+	// a restart recovers it from the WAL. It must not return; the default
+	// logs one line at error level and exits the process with status 1.
+	// If it does return (tests), the goroutine that hit the error blocks
+	// forever, so that Pebble never carries on with a broken pipeline.
+	OnFatal func(err error)
 }
+
+// ErrFatal wraps the error given to Options.OnFatal.
+var ErrFatal = errors.New("pebblekv: fatal storage error")
+
+// ErrInUse is wrapped by Open when another process holds the store's lock.
+var ErrInUse = errors.New("in use by another partita process")
+
+// ErrCannotRecover is wrapped by Open when replaying the write-ahead log
+// fails for want of space or permission: Pebble would retry forever.
+var ErrCannotRecover = errors.New("cannot recover the store")
 
 // ErrLowDiskSpace is wrapped (with kv.ErrUnavailable) by writes refused
 // because the disk is nearly full.
@@ -65,6 +85,8 @@ type DB struct {
 	lowSpace atomic.Bool
 	stop     chan struct{}
 	watching sync.WaitGroup
+
+	fatal *fataler
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -78,6 +100,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	if cacheSize <= 0 {
 		cacheSize = 64 << 20
 	}
+	fatal := &fataler{log: orDefault(o.Logger), onFatal: o.OnFatal, openFailed: make(chan error, 1)}
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
 	cache := pebble.NewCache(cacheSize)
 	po := &pebble.Options{
 		Cache:                       cache,
@@ -85,9 +112,10 @@ func Open(dir string, o *Options) (*DB, error) {
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
-		FS:                          o.FS,
-		Logger:                      pebbleLogger{orDefault(o.Logger)},
+		FS:                          walFS{FS: fs, fatal: fatal},
+		Logger:                      pebbleLogger{log: orDefault(o.Logger), fatal: fatal},
 		WALDir:                      o.WALDir,
+		EventListener:               &pebble.EventListener{BackgroundError: fatal.background},
 	}
 	if po.MemTableSize == 0 {
 		po.MemTableSize = 32 << 20
@@ -113,8 +141,12 @@ func Open(dir string, o *Options) (*DB, error) {
 		}
 	}
 	po.EnsureDefaults()
-	db, err := pebble.Open(dir, po)
+	fatal.guardOff = o.MinFreeBytes < 0
+	db, err := openPebble(dir, po, fatal)
 	cache.Unref() // the DB holds its own reference
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, fmt.Errorf("pebblekv: data directory %s is %w (%v)", dir, ErrInUse, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
@@ -122,7 +154,7 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o.NoSync {
 		wo = pebble.NoSync
 	}
-	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{})}
+	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal}
 	if o.WALDir != "" {
 		d.dirs = append(d.dirs, o.WALDir)
 	}
@@ -211,7 +243,7 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	if b.Empty() {
 		return nil
 	}
-	if err := b.Commit(d.wo); err != nil {
+	if err := d.commit(b); err != nil {
 		return fmt.Errorf("pebblekv: commit: %w", err)
 	}
 	return nil
@@ -222,7 +254,7 @@ func (d *DB) DeleteRange(ctx context.Context, start, end []byte) error {
 		return err
 	}
 	defer d.leave()
-	if err := d.db.DeleteRange(start, end, pebble.NoSync); err != nil {
+	if err := d.deleteRange(start, end); err != nil {
 		return fmt.Errorf("pebblekv: delete range: %w", err)
 	}
 	return nil
@@ -238,6 +270,7 @@ func (d *DB) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.fatal.closing.Store(true)
 	close(d.stop)
 	d.watching.Wait()
 	if err := d.db.Close(); err != nil {
@@ -328,7 +361,10 @@ func orDefault(l *slog.Logger) *slog.Logger {
 
 // pebbleLogger sends Pebble's log to slog: errors (failed flushes and
 // compactions, which Pebble retries) at error level, the rest at debug.
-type pebbleLogger struct{ log *slog.Logger }
+type pebbleLogger struct {
+	log   *slog.Logger
+	fatal *fataler
+}
 
 func (l pebbleLogger) Infof(format string, args ...any) {
 	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
@@ -338,11 +374,11 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 	l.log.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
-// Fatalf is called by Pebble when its commit pipeline is broken (a WAL
-// write failed). Pebble requires it not to return: partita stops, and a
-// restart recovers every acknowledged write from the WAL.
+// Fatalf is called by Pebble when it cannot go on, chiefly when its commit
+// pipeline is broken (a WAL write failed). Pebble requires it not to
+// return. It used to panic, and the HTTP handler's recover turned that
+// into a 500 and a live process whose every later write hung; now the
+// store fails stop.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error(msg, "component", "pebble")
-	panic(msg)
+	l.fatal.stop(fmt.Errorf("%s", fmt.Sprintf(format, args...)))
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -306,5 +308,181 @@ func TestWALDirLowSpace(t *testing.T) {
 	}
 	if err := set(); err != nil {
 		t.Errorf("after the filler is gone: %v", err)
+	}
+}
+
+// fatalStore opens a store on an in-memory file system that fails the
+// operations fail picks once the returned toggle is on. Options.OnFatal
+// sends what the store reports to the returned channel. The store is left
+// open: a fatal error leaves Pebble's goroutine blocked.
+func fatalStore(t *testing.T, fail func(op errorfs.Op) error) (*pebblekv.DB, *errorfs.Toggle, chan error) {
+	t.Helper()
+	toggle := &errorfs.Toggle{Injector: errorfs.InjectorFunc(fail)}
+	fatal := make(chan error, 1)
+	db, err := pebblekv.Open("db", &pebblekv.Options{
+		FS:           errorfs.Wrap(vfs.NewMem(), toggle),
+		MemTableSize: 1 << 20,
+		MinFreeBytes: -1,
+		Logger:       slog.New(slog.DiscardHandler),
+		OnFatal:      func(err error) { fatal <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, toggle, fatal
+}
+
+// writeUntilFatal writes 1 KiB values from a goroutine of its own (the
+// write that hits the error never returns) until the store reports a
+// fatal error, and returns it.
+func writeUntilFatal(t *testing.T, db *pebblekv.DB, fatal chan error) error {
+	t.Helper()
+	go func() {
+		value := bytes.Repeat([]byte("v"), 1024)
+		for i := 0; i < 1<<20; i++ {
+			key := []byte(fmt.Sprintf("k%07d", i))
+			if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-fatal:
+		return err
+	case <-time.After(60 * time.Second):
+		t.Fatal("no fatal error reported within 60 s")
+		return nil
+	}
+}
+
+// TestFatalWALError: a failed write to the write-ahead log is reported to
+// Options.OnFatal (Pebble's commit pipeline cannot go on), not panicked
+// into whichever request was committing.
+func TestFatalWALError(t *testing.T) {
+	db, toggle, fatal := fatalStore(t, func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) && strings.HasSuffix(op.Path, ".log") {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	})
+	toggle.On()
+	err := writeUntilFatal(t, db, fatal)
+	if !errors.Is(err, pebblekv.ErrFatal) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("OnFatal got %v, want ErrFatal and ENOSPC", err)
+	}
+}
+
+// TestFatalPermissionLoss: when the data directory stops accepting new
+// files, the flush that can never succeed (and would leave every later
+// write stalled) and the log rotation that Pebble panics on are both
+// reported to Options.OnFatal.
+func TestFatalPermissionLoss(t *testing.T) {
+	db, toggle, fatal := fatalStore(t, func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpCreate || op.Kind == errorfs.OpReuseForWrite {
+			return &os.PathError{Op: "open", Path: op.Path, Err: syscall.EACCES}
+		}
+		return nil
+	})
+	toggle.On()
+	err := writeUntilFatal(t, db, fatal)
+	if !errors.Is(err, pebblekv.ErrFatal) || !errors.Is(err, syscall.EACCES) {
+		t.Fatalf("OnFatal got %v, want ErrFatal and EACCES", err)
+	}
+}
+
+// TestOpenCannotRecover: when replaying the write-ahead log cannot be
+// written out (the disk is full), Open fails at once with
+// ErrCannotRecover instead of retrying forever.
+func TestOpenCannotRecover(t *testing.T) {
+	mem := vfs.NewMem()
+	db, err := pebblekv.Open("db", &pebblekv.Options{FS: mem, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil { // leaves "k" in the WAL only
+		t.Fatal(err)
+	}
+	toggle := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".sst") {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	})}
+	toggle.On()
+	// Pebble's Open goes on retrying in the background; let it finish.
+	t.Cleanup(toggle.Off)
+	done := make(chan error, 1)
+	go func() {
+		_, err := pebblekv.Open("db", &pebblekv.Options{FS: errorfs.Wrap(mem, toggle), MinFreeBytes: -1, Logger: slog.New(slog.DiscardHandler)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, pebblekv.ErrCannotRecover) || !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Open = %v, want ErrCannotRecover and ENOSPC", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open neither returned nor failed within 30 s")
+	}
+}
+
+// countingHandler counts the log records whose message starts with prefix.
+type countingHandler struct {
+	prefix string
+	n      *atomic.Int64
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, h.prefix) {
+		h.n.Add(1)
+	}
+	return nil
+}
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestBackgroundErrorsNotFlooded: a flush that keeps failing for want of
+// space (retried by Pebble while the free-space guard refuses writes) is
+// logged once, not at every retry.
+func TestBackgroundErrorsNotFlooded(t *testing.T) {
+	var n atomic.Int64
+	toggle := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".sst") {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	})}
+	db, err := pebblekv.Open("db", &pebblekv.Options{
+		FS:           errorfs.Wrap(vfs.NewMem(), toggle),
+		MemTableSize: 1 << 20,
+		Logger:       slog.New(countingHandler{prefix: "background error", n: &n}),
+		OnFatal:      func(err error) { t.Errorf("OnFatal(%v) with the guard on", err) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toggle.On()
+	value := bytes.Repeat([]byte("v"), 1024)
+	for i := 0; i < 3000; i++ { // three memtables' worth: flushes are due
+		key := []byte(fmt.Sprintf("k%05d", i))
+		if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for n.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // Pebble retries meanwhile
+	if got := n.Load(); got < 1 || got > 2 {
+		t.Errorf("%d background error lines in about 2 s of failing flushes, want 1 (or 2)", got)
+	}
+	toggle.Off()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,261 @@
+package pebblekv
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// FatalMessage is the one line the default Options.OnFatal logs before
+// the process exits.
+const FatalMessage = "fatal storage error: partita stops; a restart recovers every acknowledged write from the write-ahead log"
+
+// fataler is where every error the store cannot go on from ends up:
+// Pebble's Fatalf, a failed write to the write-ahead log, a background
+// error that retrying will not cure, a panic in a commit. Before the store
+// is open it fails the Open instead; while it closes, errors are Close's.
+type fataler struct {
+	log      *slog.Logger
+	onFatal  func(error)
+	guardOff bool // the free-space guard is off: a full disk is fatal
+
+	once       sync.Once
+	opened     atomic.Bool
+	quiet      sync.Mutex // guards the three below
+	lastErr    string     // without its digits
+	lastLogged time.Time
+	repeated   int
+	closing    atomic.Bool
+	openFailed chan error // buffered, one
+}
+
+// stop fails stop and never returns.
+func (f *fataler) stop(err error) {
+	if !f.opened.Load() {
+		select {
+		case f.openFailed <- err:
+		default:
+		}
+		select {}
+	}
+	err = fmt.Errorf("%w: %w", ErrFatal, err)
+	f.once.Do(func() {
+		if f.onFatal != nil {
+			f.onFatal(err)
+			return
+		}
+		f.log.Error(FatalMessage, "err", err.Error())
+		os.Exit(1)
+	})
+	select {}
+}
+
+// hopeless reports whether retrying err (as Pebble does with failed
+// flushes and compactions) cannot succeed until someone intervenes.
+func hopeless(err error) bool {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM, syscall.EROFS} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// background is Pebble's BackgroundError listener. A flush that fails for
+// want of permission never succeeds, and the memtables it leaves behind
+// stall every write, so that is fatal; one that fails for want of space
+// is left to Pebble's retries while the free-space guard refuses writes
+// (they resume with the space), and fatal when the guard is off.
+func (f *fataler) background(err error) {
+	f.logBackground(err)
+	if !hopeless(err) || f.closing.Load() {
+		return
+	}
+	if f.opened.Load() && noSpace(err) && !f.guardOff {
+		return
+	}
+	f.stop(err)
+}
+
+// logBackground logs a background error, the same one at most every
+// repeatEvery: Pebble retries a failed flush at once, and on a full disk
+// that was some 80 lines a second.
+func (f *fataler) logBackground(err error) {
+	msg := err.Error()
+	// The same error names a new file at every retry.
+	key := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, msg)
+	f.quiet.Lock()
+	now := time.Now()
+	if key == f.lastErr && now.Sub(f.lastLogged) < repeatEvery {
+		f.repeated++
+		f.quiet.Unlock()
+		return
+	}
+	repeated := f.repeated
+	if key != f.lastErr {
+		repeated = 0
+	}
+	f.lastErr, f.lastLogged, f.repeated = key, now, 0
+	f.quiet.Unlock()
+	if repeated > 0 {
+		f.log.Error("background error: "+msg, "component", "pebble", "repeated", repeated)
+		return
+	}
+	f.log.Error("background error: "+msg, "component", "pebble")
+}
+
+const repeatEvery = 10 * time.Second
+
+// walError handles an error writing the write-ahead log once the store is
+// open. Pebble cannot go on from one: it panics where it rotates the log
+// (on a permission error that became a Go runtime "unlock of unlocked
+// mutex" crash) and calls Fatalf where it commits.
+func (f *fataler) walError(err error) {
+	if err == nil || !f.opened.Load() || f.closing.Load() {
+		return
+	}
+	f.stop(fmt.Errorf("write-ahead log: %w", err))
+}
+
+// openPebble is pebble.Open, except that it returns an error when the
+// store cannot be recovered: Pebble flushes the replayed WAL within Open
+// and retries a failed flush forever, so on a full disk (or a data
+// directory it may not write) Open never returns.
+func openPebble(dir string, po *pebble.Options, f *fataler) (*pebble.DB, error) {
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		db, err := pebble.Open(dir, po)
+		if err == nil {
+			f.opened.Store(true)
+		}
+		done <- result{db, err}
+	}()
+	select {
+	case r := <-done:
+		return r.db, r.err
+	case err := <-f.openFailed:
+		select {
+		case r := <-done:
+			return r.db, r.err
+		default:
+		}
+		// Pebble's Open goes on retrying in its goroutine; the caller is
+		// expected to exit.
+		return nil, fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space and write permission in the data directory)", ErrCannotRecover, err)
+	}
+}
+
+// commit commits b. A panic in Pebble's commit leaves its pipeline in an
+// unknown state, so it is fatal rather than a failed request.
+func (d *DB) commit(b *pebble.Batch) error {
+	defer func() {
+		if v := recover(); v != nil {
+			d.fatal.stop(fmt.Errorf("pebble panicked in commit: %v", v))
+		}
+	}()
+	return b.Commit(d.wo)
+}
+
+func (d *DB) deleteRange(start, end []byte) error {
+	defer func() {
+		if v := recover(); v != nil {
+			d.fatal.stop(fmt.Errorf("pebble panicked in delete range: %v", v))
+		}
+	}()
+	return d.db.DeleteRange(start, end, pebble.NoSync)
+}
+
+// walFS reports the write-ahead log's write errors to the fataler before
+// Pebble sees them.
+type walFS struct {
+	vfs.FS
+	fatal *fataler
+}
+
+func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
+
+func (fs walFS) Unwrap() vfs.FS { return fs.FS }
+
+func (fs walFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
+	return fs.wrap(name, f, err)
+}
+
+func (fs walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	return fs.wrap(newname, f, err)
+}
+
+func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if !isWAL(name) {
+		return f, err
+	}
+	if err != nil {
+		fs.fatal.walError(err)
+		return nil, err
+	}
+	return walFile{File: f, fatal: fs.fatal}, nil
+}
+
+type walFile struct {
+	vfs.File
+	fatal *fataler
+}
+
+func (f walFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	f.fatal.walError(err)
+	return n, err
+}
+
+func (f walFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	f.fatal.walError(err)
+	return n, err
+}
+
+func (f walFile) Sync() error {
+	err := f.File.Sync()
+	f.fatal.walError(err)
+	return err
+}
+
+func (f walFile) SyncData() error {
+	err := f.File.SyncData()
+	f.fatal.walError(err)
+	return err
+}
+
+func (f walFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	f.fatal.walError(err)
+	return full, err
+}
+
+func (f walFile) Close() error {
+	err := f.File.Close()
+	f.fatal.walError(err)
+	return err
+}
