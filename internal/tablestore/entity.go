@@ -14,9 +14,8 @@ import (
 
 // GetEntity implements partita.Store.
 func (s *Store) GetEntity(ctx context.Context, account, tableName string, key partita.Key) (*partita.Entity, error) {
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	var e *partita.Entity
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		if v, ok, err := s.sharedPointRead(r, account, tableName, key); ok || err != nil {
@@ -57,7 +56,8 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 	if !s.opts.Shared || !isMulti {
 		return nil, false, nil
 	}
-	hint, found := s.hints.Load(catalogName(account, tableName))
+	cn := catalogName(account, tableName)
+	hint, found := s.hints.Load(cn)
 	if !found {
 		return nil, false, nil
 	}
@@ -68,6 +68,7 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 		return nil, false, err
 	}
 	if vals[0] == nil {
+		s.hints.Delete(cn)
 		return nil, false, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
 	}
 	t, err := decodeCatalogEntry(ck, vals[0])
@@ -87,9 +88,8 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 			return partita.Result{}, err
 		}
 	}
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	pl := s.partLock(account, tableName, op.Entity.PartitionKey)
 	pl.RLock()
 	defer pl.RUnlock()
@@ -196,9 +196,8 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	pl := s.partLock(account, tableName, ops[0].Entity.PartitionKey)
 	pl.Lock()
 	defer pl.Unlock()
