@@ -97,6 +97,8 @@ const (
 	MsgServerBusy            = "The server is currently unable to receive requests. Please retry your request."
 	MsgAuthenticationFailed  = "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature."
 	MsgRequestBodyTooLarge   = "The request body is too large and exceeds the maximum permissible limit."
+	MsgDifferentPartitions   = "All commands in a batch must operate on same entity group."
+	MsgDuplicateRow          = "The batch request contains multiple changes with same row key. An entity can appear only once in a batch request."
 )
 
 // Error is an error a client may see. Message must be safe to send; Err is

@@ -1,6 +1,7 @@
 package tablestore_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -115,4 +116,43 @@ func TestStore_SharedHintDroppedWithTable(t *testing.T) {
 		t.Fatalf("GetEntity after another front end dropped the table: %v, want TableNotFound", err)
 	}
 	wantEmptyMaps(t, a, "a request found the table dropped")
+}
+
+// TestStore_WriteBatchEntityGroupRules: the store itself refuses a batch
+// whose operations span two partitions or name one entity twice, with the
+// service's batch error at the offending index, and writes nothing. Its
+// partition lock and its read of current values rely on both rules.
+func TestStore_WriteBatchEntityGroupRules(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := mustOpen(t, open)
+		if _, err := s.CreateTable(ctx, "acct", "grp"); err != nil {
+			t.Fatal(err)
+		}
+		ins := func(pk, rk string) partita.Op {
+			return partita.Op{Kind: partita.OpInsert, Entity: &partita.Entity{PartitionKey: pk, RowKey: rk}}
+		}
+		for _, tt := range []struct {
+			name  string
+			ops   []partita.Op
+			index int
+			code  partita.Code
+		}{
+			{"two partitions", []partita.Op{ins("p", "a"), ins("p", "b"), ins("q", "c")}, 2, partita.CodeCommandsInBatchActOnDifferentPartitions},
+			{"same key twice", []partita.Op{ins("p", "a"), ins("p", "a")}, 1, partita.CodeInvalidDuplicateRow},
+			{"same key, insert then delete", []partita.Op{ins("p", "a"), {Kind: partita.OpDelete, Entity: &partita.Entity{PartitionKey: "p", RowKey: "a"}, If: partita.Condition{Kind: partita.IfExists}}}, 1, partita.CodeInvalidDuplicateRow},
+		} {
+			_, err := s.WriteBatch(ctx, "acct", "grp", tt.ops)
+			var be *partita.BatchError
+			if !errors.As(err, &be) || be.Index != tt.index || partita.ErrorCode(be.Err) != tt.code {
+				t.Fatalf("%s: WriteBatch = %v, want *BatchError at %d with %s", tt.name, err, tt.index, tt.code)
+			}
+		}
+		n := 0
+		if _, err := s.QueryEntities(ctx, "acct", "grp", partita.Query{}, func(*partita.Entity) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Fatalf("refused batches wrote %d entities, want none", n)
+		}
+	})
 }

@@ -184,8 +184,13 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 }
 
 // WriteBatch implements partita.Store: one kv transaction, one synced
-// commit, all or nothing.
+// commit, all or nothing. The store checks the entity group rules itself:
+// its locking (one partition lock) and its read of current values (one
+// value per distinct key) depend on them.
 func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops []partita.Op) ([]partita.Result, error) {
+	if err := partita.CheckEntityGroup(ops); err != nil {
+		return nil, err
+	}
 	for i, op := range ops {
 		if op.Kind != partita.OpDelete {
 			if err := op.Entity.Validate(); err != nil {
