@@ -284,6 +284,16 @@ func TestErrorBodyInvalidUTF8(t *testing.T) {
 	if !utf8.ValidString(body) || !json.Valid([]byte(body)) {
 		t.Errorf("error body is not valid UTF-8 JSON: %q", body)
 	}
+	// A key in the URL that is not UTF-8 is out of range, and the message
+	// that quotes it is UTF-8.
+	bad := "/" + devAccount + "/" + tableNames[c] + "(PartitionKey='%FF%FE',RowKey='r')"
+	st, h, body = rawDo(t, s, "PUT", bad, `{"A":1}`, nil)
+	if st != 400 || h.Get("x-ms-error-code") != "OutOfRangeInput" {
+		t.Fatalf("PUT with a non-UTF-8 key: %d %s, want 400 OutOfRangeInput", st, h.Get("x-ms-error-code"))
+	}
+	if !utf8.ValidString(body) || !json.Valid([]byte(body)) {
+		t.Errorf("error body is not valid UTF-8 JSON: %q", body)
+	}
 }
 
 // rss returns the resident set size of a process in bytes (Linux).
