@@ -156,3 +156,36 @@ func TestStore_WriteBatchEntityGroupRules(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_SharedHintsBounded: tables another front end drops are never
+// named again here, so nothing removes their hints one by one; the hints
+// stay bounded all the same.
+func TestStore_SharedHintsBounded(t *testing.T) {
+	db := memkv.New()
+	a, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e := &partita.Entity{PartitionKey: "p", RowKey: "r"}
+	for i := 0; i < tablestore.MaxHints+100; i++ {
+		name := fmt.Sprintf("tbl%d", i)
+		if _, err := a.CreateTable(ctx, "acct", name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.GetEntity(ctx, "acct", name, e.Key()); partita.ErrorCode(err) != partita.CodeResourceNotFound {
+			t.Fatalf("GetEntity: %v", err)
+		}
+		if err := b.DeleteTable(ctx, "acct", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, hints := tablestore.MapSizes(a); hints > tablestore.MaxHints {
+		t.Fatalf("%d hints of tables dropped elsewhere, want at most %d", hints, tablestore.MaxHints)
+	}
+}

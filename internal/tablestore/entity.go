@@ -68,7 +68,7 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 		return nil, false, err
 	}
 	if vals[0] == nil {
-		s.hints.Delete(cn)
+		s.forgetHint(cn)
 		return nil, false, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
 	}
 	t, err := decodeCatalogEntry(ck, vals[0])
@@ -122,11 +122,27 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	return res, nil
 }
 
+// maxHints bounds the shared-store hints (see Store.nHints).
+const maxHints = 1 << 14
+
 // remember notes, on a shared store, the catalog record a request found,
 // for one-round-trip point reads and conditional writes of that table.
 func (s *Store) remember(account, tableName string, t *tableRecord) {
-	if s.opts.Shared && t.raw != nil {
-		s.hints.Store(catalogName(account, tableName), t)
+	if !s.opts.Shared || t.raw == nil {
+		return
+	}
+	if _, loaded := s.hints.Swap(catalogName(account, tableName), t); !loaded {
+		if s.nHints.Add(1) > maxHints {
+			s.hints.Clear()
+			s.nHints.Store(0)
+		}
+	}
+}
+
+// forgetHint drops the hint of a table that is gone.
+func (s *Store) forgetHint(cn string) {
+	if _, loaded := s.hints.LoadAndDelete(cn); loaded {
+		s.nHints.Add(-1)
 	}
 }
 

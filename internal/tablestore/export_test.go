@@ -10,3 +10,6 @@ func MapSizes(s *Store) (locks, cache, hints int) {
 	}
 	return s.locks.len(), count(&s.cache), count(&s.hints)
 }
+
+// MaxHints is the bound of the shared-store hints.
+const MaxHints = maxHints

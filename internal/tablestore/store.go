@@ -54,8 +54,12 @@ type Store struct {
 	// cache and hints hold only tables found to exist, and lose an entry
 	// when its table is dropped (or, for hints, found missing), so their
 	// size follows the live tables, never the names clients ask for.
-	cache   sync.Map // catalog name → *tableRecord (only when !Shared)
-	hints   sync.Map // catalog name → last *tableRecord read (Shared): one-round-trip point reads and conditional writes
+	cache sync.Map // catalog name → *tableRecord (only when !Shared)
+	hints sync.Map // catalog name → last *tableRecord read (Shared): one-round-trip point reads and conditional writes
+	// nHints counts hints. Tables that other front ends drop stay hinted
+	// here until a request names them again, so past maxHints the hints
+	// are forgotten wholesale (they are only a shortcut).
+	nHints  atomic.Int64
 	purging sync.WaitGroup
 
 	lastTick atomic.Int64 // the last Timestamp handed out
@@ -184,7 +188,7 @@ func (s *Store) table(r kv.Reader, account, name string) (*tableRecord, error) {
 	}
 	if t == nil || t.state != stateActive {
 		if s.opts.Shared {
-			s.hints.Delete(cn) // dropped by another front end
+			s.forgetHint(cn) // dropped by another front end
 		}
 		return nil, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
 	}
@@ -308,7 +312,7 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&d))
 	})
 	s.cache.Delete(catalogName(account, name))
-	s.hints.Delete(catalogName(account, name))
+	s.forgetHint(catalogName(account, name))
 	if err != nil {
 		return err
 	}
