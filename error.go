@@ -55,6 +55,7 @@ const (
 	CodeAuthorizationSourceIPMismatch           Code = "AuthorizationSourceIPMismatch"
 	CodeCorsPreflightFailure                    Code = "CorsPreflightFailure"
 	CodeInvalidXMLDocument                      Code = "InvalidXmlDocument"
+	CodeInsufficientAccountPermissions          Code = "InsufficientAccountPermissions"
 )
 
 // Codes lists every Code, so tests can check that each has an HTTP status.
@@ -71,6 +72,7 @@ var Codes = []Code{
 	CodeAuthenticationFailed, CodeInvalidAuthenticationInfo, CodeAuthorizationFailure, CodeInvalidXMLDocument,
 	CodeAuthorizationPermissionMismatch, CodeAuthorizationResourceTypeMismatch, CodeAuthorizationServiceMismatch,
 	CodeAuthorizationProtocolMismatch, CodeAuthorizationSourceIPMismatch, CodeCorsPreflightFailure,
+	CodeInsufficientAccountPermissions,
 }
 
 // The service's standard messages for the codes that have one.
@@ -97,6 +99,9 @@ const (
 	MsgServerBusy            = "The server is currently unable to receive requests. Please retry your request."
 	MsgAuthenticationFailed  = "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature."
 	MsgRequestBodyTooLarge   = "The request body is too large and exceeds the maximum permissible limit."
+	MsgWriteNotAllowed       = "Write operations are not allowed."
+	MsgDifferentPartitions   = "All commands in a batch must operate on same entity group."
+	MsgDuplicateRow          = "The batch request contains multiple changes with same row key. An entity can appear only once in a batch request."
 )
 
 // Error is an error a client may see. Message must be safe to send; Err is

@@ -135,8 +135,10 @@ type Store interface {
 	// Entity.Validate.
 	Write(ctx context.Context, account, table string, op Op) (Result, error)
 	// WriteBatch applies every op atomically, or none. All ops must share a
-	// PartitionKey and name distinct entities (the caller checks). A failing
-	// op is reported as *BatchError with its index.
+	// PartitionKey and name distinct entities (CheckEntityGroup): a batch
+	// that breaks this fails whole with CommandsInBatchActOnDifferentPartitions
+	// or InvalidDuplicateRow. A failing op is reported as *BatchError with
+	// its index.
 	WriteBatch(ctx context.Context, account, table string, ops []Op) ([]Result, error)
 
 	// GetTableACL returns a table's stored access policies in their stored
@@ -155,3 +157,26 @@ type Store interface {
 // ErrStopPage may be returned by the callback of QueryEntities to end the
 // page early; the store then reports the next key as the continuation.
 var ErrStopPage = errors.New("partita: stop page")
+
+// CheckEntityGroup checks the rules of an entity group transaction that its
+// operations alone decide: one PartitionKey, each entity at most once. The
+// first operation that breaks one is reported as *BatchError with the
+// service's code (CommandsInBatchActOnDifferentPartitions,
+// InvalidDuplicateRow).
+func CheckEntityGroup(ops []Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	seen := make(map[string]struct{}, len(ops)) // RowKeys: one partition
+	pk := ops[0].Entity.PartitionKey
+	for i, op := range ops {
+		if op.Entity.PartitionKey != pk {
+			return &BatchError{Index: i, Err: NewError(CodeCommandsInBatchActOnDifferentPartitions, MsgDifferentPartitions)}
+		}
+		if _, dup := seen[op.Entity.RowKey]; dup {
+			return &BatchError{Index: i, Err: NewError(CodeInvalidDuplicateRow, MsgDuplicateRow)}
+		}
+		seen[op.Entity.RowKey] = struct{}{}
+	}
+	return nil
+}

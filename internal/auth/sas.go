@@ -117,7 +117,10 @@ type SAS struct {
 	Identifier            string // si (service SAS)
 
 	// Key range of a service SAS (spk, srk, epk, erk). Has* is true when the
-	// parameter is in the query, even with an empty value.
+	// parameter has a value: an empty parameter signs exactly like an
+	// absent one (an empty line of the string to sign), so it must also
+	// bound exactly like one, or a holder could drop it and reach keys the
+	// token did not show.
 	StartPK, StartRK, EndPK, EndRK             string
 	HasStartPK, HasStartRK, HasEndPK, HasEndRK bool
 
@@ -141,7 +144,8 @@ const sesVersion = "2020-12-06"
 // and se); otherwise it is a service SAS (which needs sv and tn, and sp and
 // se unless si names a policy that supplies them). Only the parameters of
 // the SAS's kind are read. When a parameter is repeated, the first value
-// counts. Permission, service and resource-type letters are not validated:
+// counts. Every signed parameter given empty means what it means absent,
+// because the two sign alike: no st, sip, spr, si, ses or key bound. Permission, service and resource-type letters are not validated:
 // Authorize looks only for the letters it needs.
 func ParseSAS(q url.Values) (*SAS, bool, error) {
 	if _, ok := q["sig"]; !ok {
@@ -176,10 +180,9 @@ func ParseSAS(q url.Values) (*SAS, bool, error) {
 	} else {
 		s.Kind = ServiceSAS
 		s.Table, s.Identifier = get("tn"), get("si")
-		s.StartPK, s.HasStartPK = get("spk"), q.Has("spk")
-		s.StartRK, s.HasStartRK = get("srk"), q.Has("srk")
-		s.EndPK, s.HasEndPK = get("epk"), q.Has("epk")
-		s.EndRK, s.HasEndRK = get("erk"), q.Has("erk")
+		s.StartPK, s.StartRK, s.EndPK, s.EndRK = get("spk"), get("srk"), get("epk"), get("erk")
+		s.HasStartPK, s.HasStartRK = s.StartPK != "", s.StartRK != ""
+		s.HasEndPK, s.HasEndRK = s.EndPK != "", s.EndRK != ""
 		switch {
 		case s.Table == "":
 			return malformed("tn is missing")
@@ -260,14 +263,10 @@ func (s *SAS) Encode() url.Values {
 	case ServiceSAS:
 		set("tn", s.Table)
 		set("si", s.Identifier)
-		for _, kv := range []struct {
-			k, val string
-			has    bool
-		}{{"spk", s.StartPK, s.HasStartPK}, {"srk", s.StartRK, s.HasStartRK}, {"epk", s.EndPK, s.HasEndPK}, {"erk", s.EndRK, s.HasEndRK}} {
-			if kv.has {
-				v.Set(kv.k, kv.val)
-			}
-		}
+		set("spk", s.StartPK)
+		set("srk", s.StartRK)
+		set("epk", s.EndPK)
+		set("erk", s.EndRK)
 	}
 	v.Set("sig", s.Signature)
 	return v

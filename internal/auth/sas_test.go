@@ -316,14 +316,14 @@ func TestParseSAS(t *testing.T) {
 }
 
 func TestParseSAS_Fields(t *testing.T) {
-	s := mustParseSAS(t, "sv=2019-02-02&tn=T1&sp=ra&st=2024-01-01&se=2024-02-01T10%3A00%3A00%2B01%3A00&sip=1.2.3.4&spr=https&si=p1&spk=&srk=b&epk=c&sig=abc%2B%2F%3D")
+	s := mustParseSAS(t, "sv=2019-02-02&tn=T1&sp=ra&st=2024-01-01&se=2024-02-01T10%3A00%3A00%2B01%3A00&sip=1.2.3.4&spr=https&si=p1&spk=a&srk=b&epk=c&erk=&sig=abc%2B%2F%3D")
 	want := &SAS{
 		Kind: ServiceSAS, Version: "2019-02-02", Table: "T1", Permissions: "ra",
 		Start: "2024-01-01", Expiry: "2024-02-01T10:00:00+01:00",
 		StartTime:  time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
 		ExpiryTime: time.Date(2024, 2, 1, 9, 0, 0, 0, time.UTC),
 		IP:         "1.2.3.4", Protocol: "https", Identifier: "p1",
-		StartPK: "", StartRK: "b", EndPK: "c", HasStartPK: true, HasStartRK: true, HasEndPK: true,
+		StartPK: "a", StartRK: "b", EndPK: "c", HasStartPK: true, HasStartRK: true, HasEndPK: true,
 		Signature: "abc+/=",
 	}
 	if !reflect.DeepEqual(s, want) {
@@ -695,4 +695,59 @@ func FuzzParseSAS(f *testing.F) {
 		_ = s.Authorize(OpGetEntity, s.Table)
 		_ = s.InRange(s.StartPK, s.EndRK)
 	})
+}
+
+// TestParseSAS_EmptyMeansAbsent: a signed parameter sent empty signs
+// exactly like one left out, so the two must grant exactly the same access;
+// otherwise whoever holds a token with an empty bound could drop it and
+// reach what the token did not show.
+func TestParseSAS_EmptyMeansAbsent(t *testing.T) {
+	const base = "sv=2019-02-02&tn=t1&sp=raud&se=2030-01-01&sig=x"
+	keys := [][2]string{{"", ""}, {"", "a"}, {"a", ""}, {"m", ""}, {"m", "x"}, {"z", "z"}}
+	for _, tt := range []struct{ with, without string }{
+		{"&spk=", ""},
+		{"&epk=", ""},
+		{"&spk=&srk=", ""},
+		{"&epk=&erk=", ""},
+		{"&spk=&srk=&epk=&erk=", ""},
+		{"&spk=m&srk=", "&spk=m"},
+		{"&epk=m&erk=", "&epk=m"},
+		{"&st=", ""},
+		{"&sip=", ""},
+		{"&spr=", ""},
+		{"&si=", ""},
+	} {
+		a, okA, errA := ParseSAS(mustQuery(t, base+tt.with))
+		b, okB, errB := ParseSAS(mustQuery(t, base+tt.without))
+		if okA != okB || (errA == nil) != (errB == nil) {
+			t.Errorf("%q: ParseSAS = %v, %v; without the empty parameters %v, %v", tt.with, okA, errA, okB, errB)
+			continue
+		}
+		if errA != nil {
+			continue
+		}
+		if a.StringToSign(devAccount) != b.StringToSign(devAccount) {
+			t.Fatalf("%q: signs unlike %q", tt.with, tt.without)
+		}
+		if a.HasKeyRange() != b.HasKeyRange() {
+			t.Errorf("%q: HasKeyRange %v, without it %v", tt.with, a.HasKeyRange(), b.HasKeyRange())
+		}
+		for _, k := range keys {
+			if got, want := a.InRange(k[0], k[1]), b.InRange(k[0], k[1]); got != want {
+				t.Errorf("%q: InRange(%q, %q) = %v, without it %v", tt.with, k[0], k[1], got, want)
+			}
+		}
+		if ea, eb := a.Encode().Encode(), b.Encode().Encode(); ea != eb {
+			t.Errorf("%q: Encode = %q, without it %q", tt.with, ea, eb)
+		}
+	}
+}
+
+func mustQuery(t *testing.T, raw string) url.Values {
+	t.Helper()
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

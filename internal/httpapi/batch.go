@@ -79,10 +79,10 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput))
 			return nil
 		case o.op.Entity.PartitionKey != ops[0].op.Entity.PartitionKey:
-			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeCommandsInBatchActOnDifferentPartitions, "All commands in a batch must operate on same entity group."))
+			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeCommandsInBatchActOnDifferentPartitions, partita.MsgDifferentPartitions))
 			return nil
 		case seen[o.op.Entity.Key()]:
-			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeInvalidDuplicateRow, "The batch request contains multiple changes with same row key. An entity can appear only once in a batch request."))
+			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeInvalidDuplicateRow, partita.MsgDuplicateRow))
 			return nil
 		}
 		seen[o.op.Entity.Key()] = true

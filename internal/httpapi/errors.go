@@ -60,6 +60,7 @@ var statusByCode = map[partita.Code]int{
 	partita.CodeAuthorizationProtocolMismatch:           http.StatusForbidden,
 	partita.CodeAuthorizationSourceIPMismatch:           http.StatusForbidden,
 	partita.CodeCorsPreflightFailure:                    http.StatusForbidden,
+	partita.CodeInsufficientAccountPermissions:          http.StatusForbidden,
 }
 
 // classify decides the code and the client-safe message of any error.

@@ -32,13 +32,16 @@ func parseTop(q url.Values) (int, error) {
 	return n, nil
 }
 
-// parseSelect reads $select: nil means every property.
+// parseSelect reads $select: nil means every property. A property named
+// twice is selected once (in the place of its first mention), so a response
+// never repeats a JSON member.
 func parseSelect(q url.Values) ([]string, error) {
 	v := strings.TrimSpace(q.Get("$select"))
 	if v == "" || v == "*" {
 		return nil, nil
 	}
 	var out []string
+	seen := map[string]bool{} // bounded by the length of the query
 	for _, p := range strings.Split(v, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -47,7 +50,10 @@ func parseSelect(q url.Values) ([]string, error) {
 		if p == "*" {
 			return nil, nil
 		}
-		out = append(out, p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }

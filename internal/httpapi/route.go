@@ -201,6 +201,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rc *reqCtx) error
 			return partita.NewError(partita.CodeXMethodIncorrectValue, "The specified X-HTTP-Method is invalid.")
 		}
 	}
+	// The -secondary endpoint is a read-only replica in the service: every
+	// write there is refused before it reaches the store.
+	if rc.secondary && method != http.MethodGet && method != http.MethodHead {
+		return partita.NewError(partita.CodeInsufficientAccountPermissions, partita.MsgWriteNotAllowed)
+	}
 	switch res.kind {
 	case resService:
 		rc.xml = true

@@ -1,6 +1,7 @@
 package settings
 
 import (
+	"bytes"
 	"encoding/xml"
 	"strings"
 )
@@ -53,10 +54,16 @@ type xmlAccessPolicy struct {
 //
 // Times are normalized to the service's form and permissions to "raud"
 // order, as the service does; empty Start, Expiry or Permission elements
-// count as absent.
+// count as absent. Any element the schema does not have, an element given
+// twice where one is allowed, or text where only elements belong is
+// ErrInvalidXML: skipping it could drop the client's policies unseen (a
+// wrapper around the SignedIdentifier elements would set none).
 func DecodeACL(body []byte) ([]SignedIdentifier, error) {
 	if isBlank(body) {
 		return nil, nil
+	}
+	if err := checkSchema(body, aclSchema); err != nil {
+		return nil, err
 	}
 	ids, err := parseACL(body)
 	if err != nil {
@@ -189,4 +196,73 @@ func UnmarshalACL(b []byte) ([]SignedIdentifier, error) {
 		return nil, nil
 	}
 	return parseACL(b)
+}
+
+// schemaElem describes an element of a settings document: the children it
+// may have (nil for a text element) and whether each may repeat.
+type schemaElem struct {
+	children map[string]bool // local name → may repeat
+}
+
+// aclSchema is the Set Table ACL body, by element local name (each name is
+// used at one place only).
+var aclSchema = map[string]schemaElem{
+	"":                  {children: map[string]bool{"SignedIdentifiers": false}},
+	"SignedIdentifiers": {children: map[string]bool{"SignedIdentifier": true}},
+	"SignedIdentifier":  {children: map[string]bool{"Id": false, "AccessPolicy": false}},
+	"AccessPolicy":      {children: map[string]bool{"Start": false, "Expiry": false, "Permission": false}},
+	"Id":                {},
+	"Start":             {},
+	"Expiry":            {},
+	"Permission":        {},
+}
+
+// checkSchema walks a document and refuses elements that schema does not
+// allow where they appear, non-repeating elements given twice, elements
+// inside text elements and text inside container elements. The document's
+// syntax is decodeDocument's business; checkSchema stops at its first
+// syntax error and leaves that to it.
+func checkSchema(body []byte, schema map[string]schemaElem) error {
+	d := xml.NewDecoder(bytes.NewReader(bytes.TrimPrefix(body, utf8BOM)))
+	type frame struct {
+		name string
+		seen map[string]bool
+	}
+	stack := []frame{{name: ""}}
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return nil // EOF, or a syntax error decodeDocument reports
+		}
+		top := &stack[len(stack)-1]
+		switch t := tok.(type) {
+		case xml.StartElement:
+			name := t.Name.Local
+			el := schema[top.name]
+			repeat, ok := el.children[name]
+			if !ok {
+				if top.name == "" {
+					return nil // the wrong root: decodeDocument's error
+				}
+				return xmlErrorf(ErrInvalidXML, "unexpected element <%s> in <%s>", name, top.name)
+			}
+			if top.seen == nil {
+				top.seen = map[string]bool{}
+			}
+			if top.seen[name] && !repeat {
+				return xmlErrorf(ErrInvalidXML, "element <%s> repeated in <%s>", name, top.name)
+			}
+			top.seen[name] = true
+			stack = append(stack, frame{name: name})
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+			if len(stack) == 1 {
+				return nil // after the root: decodeDocument's business
+			}
+		case xml.CharData:
+			if top.name != "" && schema[top.name].children != nil && len(bytes.TrimSpace(t)) != 0 {
+				return xmlErrorf(ErrInvalidXML, "text in <%s>", top.name)
+			}
+		}
+	}
 }

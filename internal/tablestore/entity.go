@@ -14,9 +14,8 @@ import (
 
 // GetEntity implements partita.Store.
 func (s *Store) GetEntity(ctx context.Context, account, tableName string, key partita.Key) (*partita.Entity, error) {
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	var e *partita.Entity
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		if v, ok, err := s.sharedPointRead(r, account, tableName, key); ok || err != nil {
@@ -57,7 +56,8 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 	if !s.opts.Shared || !isMulti {
 		return nil, false, nil
 	}
-	hint, found := s.hints.Load(catalogName(account, tableName))
+	cn := catalogName(account, tableName)
+	hint, found := s.hints.Load(cn)
 	if !found {
 		return nil, false, nil
 	}
@@ -68,6 +68,7 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 		return nil, false, err
 	}
 	if vals[0] == nil {
+		s.forgetHint(cn)
 		return nil, false, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
 	}
 	t, err := decodeCatalogEntry(ck, vals[0])
@@ -87,9 +88,8 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 			return partita.Result{}, err
 		}
 	}
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	pl := s.partLock(account, tableName, op.Entity.PartitionKey)
 	pl.RLock()
 	defer pl.RUnlock()
@@ -122,11 +122,27 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	return res, nil
 }
 
+// maxHints bounds the shared-store hints (see Store.nHints).
+const maxHints = 1 << 14
+
 // remember notes, on a shared store, the catalog record a request found,
 // for one-round-trip point reads and conditional writes of that table.
 func (s *Store) remember(account, tableName string, t *tableRecord) {
-	if s.opts.Shared && t.raw != nil {
-		s.hints.Store(catalogName(account, tableName), t)
+	if !s.opts.Shared || t.raw == nil {
+		return
+	}
+	if _, loaded := s.hints.Swap(catalogName(account, tableName), t); !loaded {
+		if s.nHints.Add(1) > maxHints {
+			s.hints.Clear()
+			s.nHints.Store(0)
+		}
+	}
+}
+
+// forgetHint drops the hint of a table that is gone.
+func (s *Store) forgetHint(cn string) {
+	if _, loaded := s.hints.LoadAndDelete(cn); loaded {
+		s.nHints.Add(-1)
 	}
 }
 
@@ -184,8 +200,13 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 }
 
 // WriteBatch implements partita.Store: one kv transaction, one synced
-// commit, all or nothing.
+// commit, all or nothing. The store checks the entity group rules itself:
+// its locking (one partition lock) and its read of current values (one
+// value per distinct key) depend on them.
 func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops []partita.Op) ([]partita.Result, error) {
+	if err := partita.CheckEntityGroup(ops); err != nil {
+		return nil, err
+	}
 	for i, op := range ops {
 		if op.Kind != partita.OpDelete {
 			if err := op.Entity.Validate(); err != nil {
@@ -196,9 +217,8 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	pl := s.partLock(account, tableName, ops[0].Entity.PartitionKey)
 	pl.Lock()
 	defer pl.Unlock()

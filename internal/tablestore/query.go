@@ -16,9 +16,8 @@ import (
 // whole filter is evaluated on every entity read, so the plan only decides
 // how much is read, never what matches.
 func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q partita.Query, fn func(*partita.Entity) error) (partita.QueryInfo, error) {
-	l := s.tableLock(account, tableName)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, tableName)
+	defer l.readUnlock()
 	top := q.Top
 	if top <= 0 || top > partita.MaxPageSize {
 		top = partita.MaxPageSize

@@ -52,9 +52,8 @@ func (s *Store) GetTableACL(ctx context.Context, account, table string) ([]byte,
 
 // SetTableACL implements partita.Store.
 func (s *Store) SetTableACL(ctx context.Context, account, table string, acl []byte) error {
-	l := s.tableLock(account, table)
-	l.RLock()
-	defer l.RUnlock()
+	l := s.readLockTable(account, table)
+	defer l.readUnlock()
 	return s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, table)
 		if err != nil {

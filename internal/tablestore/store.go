@@ -49,11 +49,18 @@ type Store struct {
 	db   kv.DB
 	opts Options
 
-	createMu sync.Mutex // serializes this process's catalog changes
-	locks    sync.Map   // catalog name → *sync.RWMutex: shared by entity ops, exclusive by DeleteTable
-	cache    sync.Map   // catalog name → *tableRecord (only when !Shared)
-	hints    sync.Map   // catalog name → last *tableRecord read (Shared): one-round-trip point reads and conditional writes
-	purging  sync.WaitGroup
+	createMu sync.Mutex  // serializes this process's catalog changes
+	locks    *tableLocks // per table name, only while in use: shared by entity ops, exclusive by DeleteTable
+	// cache and hints hold only tables found to exist, and lose an entry
+	// when its table is dropped (or, for hints, found missing), so their
+	// size follows the live tables, never the names clients ask for.
+	cache sync.Map // catalog name → *tableRecord (only when !Shared)
+	hints sync.Map // catalog name → last *tableRecord read (Shared): one-round-trip point reads and conditional writes
+	// nHints counts hints. Tables that other front ends drop stay hinted
+	// here until a request names them again, so past maxHints the hints
+	// are forgotten wholesale (they are only a shortcut).
+	nHints  atomic.Int64
+	purging sync.WaitGroup
 
 	lastTick atomic.Int64 // the last Timestamp handed out
 	seed     maphash.Seed
@@ -98,7 +105,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed()}
+	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks()}
 	var pending []*tableRecord
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{nsCatalog}, UpperBound: []byte{nsCatalog + 1}})
@@ -180,6 +187,9 @@ func (s *Store) table(r kv.Reader, account, name string) (*tableRecord, error) {
 		return nil, err
 	}
 	if t == nil || t.state != stateActive {
+		if s.opts.Shared {
+			s.forgetHint(cn) // dropped by another front end
+		}
 		return nil, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
 	}
 	if !s.opts.Shared {
@@ -188,14 +198,20 @@ func (s *Store) table(r kv.Reader, account, name string) (*tableRecord, error) {
 	return t, nil
 }
 
-// tableLock returns this process's lock of a table name.
-func (s *Store) tableLock(account, name string) *sync.RWMutex {
-	cn := catalogName(account, name)
-	if l, ok := s.locks.Load(cn); ok {
-		return l.(*sync.RWMutex)
-	}
-	l, _ := s.locks.LoadOrStore(cn, &sync.RWMutex{})
-	return l.(*sync.RWMutex)
+// readLockTable takes this process's lock of a table name shared; release
+// it with readUnlock.
+func (s *Store) readLockTable(account, name string) *tableLock {
+	l := s.locks.acquire(catalogName(account, name))
+	l.RLock()
+	return l
+}
+
+// lockTable takes this process's lock of a table name exclusively; release
+// it with unlock.
+func (s *Store) lockTable(account, name string) *tableLock {
+	l := s.locks.acquire(catalogName(account, name))
+	l.Lock()
+	return l
 }
 
 // tick returns a fresh Timestamp, strictly greater than every one handed
@@ -279,9 +295,8 @@ func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.
 // to CreateTable.
 func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 	// Wait for this process's in-flight entity operations on the table.
-	l := s.tableLock(account, name)
-	l.Lock()
-	defer l.Unlock()
+	l := s.lockTable(account, name)
+	defer l.unlock()
 	var dropped *tableRecord
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := readTable(tx, account, name)
@@ -297,6 +312,7 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&d))
 	})
 	s.cache.Delete(catalogName(account, name))
+	s.forgetHint(catalogName(account, name))
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,12 @@ func TestDecodeEntity_Errors(t *testing.T) {
 		{`{"PartitionKey":"p"`, "InvalidInput"},
 		{`{"PartitionKey":"p"} trailing`, "InvalidInput"},
 		{"{\"PartitionKey\":\"\xff\"}", "InvalidInput"},
+		// Unpaired surrogates: U+FFFD in their place would make "d\ud800"
+		// and "d\udbff" one key.
+		{`{"PartitionKey":"p","RowKey":"d\ud800"}`, "InvalidInput"},
+		{`{"PartitionKey":"d\udfff","RowKey":"r"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","S":"x\ud83dy"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","S\udc00":"x"}`, "InvalidInput"},
 		{`[]`, "InvalidInput"},
 	} {
 		_, _, _, err := DecodeEntity([]byte(tt.body))
@@ -266,5 +272,29 @@ func TestAppendXMLErrorEscapes(t *testing.T) {
 	}
 	if !strings.HasPrefix(doc.Message, msg+"\nRequestId:rid-1\nTime:") {
 		t.Errorf("message = %q", doc.Message)
+	}
+}
+
+// TestAppendErrorInvalidUTF8: a message quoting request bytes that are not
+// UTF-8 still gives a valid JSON (and XML) body, the bad bytes as U+FFFD.
+func TestAppendErrorInvalidUTF8(t *testing.T) {
+	msg := "The etag value 'a\xff\xfe\"b' is not valid."
+	body := AppendError(nil, "InvalidInput", msg, "rid-1", 0)
+	if !utf8.Valid(body) {
+		t.Fatalf("JSON error body is not UTF-8: %q", body)
+	}
+	var doc struct {
+		Err struct {
+			Message struct{ Value string } `json:"message"`
+		} `json:"odata.error"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, body)
+	}
+	if want := "The etag value 'a\uFFFD\"b' is not valid.\nRequestId:rid-1\nTime:"; !strings.HasPrefix(doc.Err.Message.Value, want) {
+		t.Errorf("message = %q, want prefix %q", doc.Err.Message.Value, want)
+	}
+	if x := AppendXMLError(nil, "InvalidInput", msg, "rid-1", 0); !utf8.Valid(x) {
+		t.Errorf("XML error body is not UTF-8: %q", x)
 	}
 }

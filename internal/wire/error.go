@@ -3,13 +3,20 @@ package wire
 import (
 	"bytes"
 	"encoding/xml"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/partita/partita/edm"
 )
 
 // AppendError appends the odata.error JSON body. The message value is the
 // description, the request id and the time with seven fractional digits.
+// Messages can quote the request (a header value, a query), which need not
+// be UTF-8: invalid bytes become U+FFFD, so the body is always valid JSON.
 func AppendError(b []byte, code, message, requestID string, ticks int64) []byte {
+	if !utf8.ValidString(message) {
+		message = strings.ToValidUTF8(message, "\uFFFD")
+	}
 	b = append(b, `{"odata.error":{"code":`...)
 	b = appendString(b, code)
 	b = append(b, `,"message":{"lang":"en-US","value":`...)

@@ -156,8 +156,9 @@ func scanNumber(b []byte, i int) (int, bool) {
 }
 
 // scanString decodes the JSON string starting at b[i] == '"' and returns
-// it and the index after its closing quote. Invalid UTF-8 and unpaired
-// surrogate escapes become U+FFFD, as encoding/json does.
+// it and the index after its closing quote. An unpaired surrogate escape
+// ("\ud800" alone) is errJSON: UTF-8 cannot hold it, and replacing it with
+// U+FFFD (as encoding/json does) would make distinct keys collide.
 func scanString(b []byte, i int) (string, int, error) {
 	i++
 	start := i
@@ -227,12 +228,12 @@ func scanString(b []byte, i int) (string, int, error) {
 						r2 = x
 					}
 				}
-				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-					r = dec
-					i += 6
-				} else {
-					r = utf8.RuneError
+				dec := utf16.DecodeRune(r, r2)
+				if dec == utf8.RuneError {
+					return "", 0, errJSON
 				}
+				r = dec
+				i += 6
 			}
 			out = utf8.AppendRune(out, r)
 		default:

@@ -1,0 +1,358 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// TestSASEmptyRangeIsNoRange: a table SAS with spk, srk, epk or erk sent
+// empty signs exactly like one without them, so the server must grant both
+// the same access. (Enforcing the empty bound would refuse what the token
+// holder reaches anyway by dropping the parameter.)
+func TestSASEmptyRangeIsNoRange(t *testing.T) {
+	s := StartServer(t, "")
+	svc := serviceClient(t, s)
+	const tbl = "emptyrange"
+	if _, err := svc.CreateTable(ctx, tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	admin := svc.NewClient(tbl)
+	for _, pk := range []string{"a", "m", "z"} {
+		if _, err := admin.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": pk, "RowKey": "r"}), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		spec  sasSpec
+		empty []string // parameters added with an empty value
+	}{
+		{sasSpec{table: tbl, perms: "raud"}, []string{"epk"}},
+		{sasSpec{table: tbl, perms: "raud"}, []string{"epk", "erk"}},
+		{sasSpec{table: tbl, perms: "raud"}, []string{"spk", "srk", "epk", "erk"}},
+		{sasSpec{table: tbl, perms: "raud", spk: "m"}, []string{"srk", "epk"}},
+		{sasSpec{table: tbl, perms: "raud", epk: "m"}, []string{"erk"}},
+	} {
+		without := tt.spec.build(t)
+		q, _ := url.ParseQuery(without)
+		for _, p := range tt.empty {
+			q[p] = []string{""}
+		}
+		with := q.Encode()
+		outcome := func(sas string) string {
+			c := sasClient(t, s, tbl, sas)
+			var b strings.Builder
+			for _, pk := range []string{"a", "m", "z"} {
+				_, err := c.GetEntity(ctx, pk, "r", nil)
+				fmt.Fprintf(&b, "get %s: %s; ", pk, codeOf(err))
+			}
+			page, err := c.NewListEntitiesPager(nil).NextPage(ctx)
+			fmt.Fprintf(&b, "query: %s %d", codeOf(err), len(page.Entities))
+			return b.String()
+		}
+		if got, want := outcome(with), outcome(without); got != want {
+			t.Errorf("token with empty %v: %s\nthe same token without them: %s", tt.empty, got, want)
+		}
+	}
+}
+
+// TestSecondaryRefusesWrites: the -secondary endpoint is a read-only
+// replica in the service. Every write through it gets 403
+// InsufficientAccountPermissions and changes nothing; reads work.
+func TestSecondaryRefusesWrites(t *testing.T) {
+	s := StartServer(t, "")
+	svc := serviceClient(t, s)
+	c := newTable(t, svc)
+	name := tableNames[c]
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r", "V": 1}), nil); err != nil {
+		t.Fatal(err)
+	}
+	cred, _ := aztables.NewSharedKeyCredential(devAccount, devKey)
+	sec, err := aztables.NewServiceClientWithSharedKey(s.URL+"/"+devAccount+"-secondary", cred,
+		&aztables.ClientOptions{ClientOptions: policy.ClientOptions{Retry: policy.RetryOptions{MaxRetries: -1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sec.NewClient(name)
+	ent := func(rk string) []byte { return mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk, "V": 2}) }
+	for _, w := range []struct {
+		name string
+		run  func() error
+	}{
+		{"CreateTable", func() error { _, err := sec.CreateTable(ctx, "secondarynew", nil); return err }},
+		{"DeleteTable", func() error { _, err := sec.DeleteTable(ctx, name, nil); return err }},
+		{"Insert", func() error { _, err := sc.AddEntity(ctx, ent("new"), nil); return err }},
+		{"Upsert", func() error { _, err := sc.UpsertEntity(ctx, ent("r"), nil); return err }},
+		{"Merge", func() error {
+			_, err := sc.UpdateEntity(ctx, ent("r"), &aztables.UpdateEntityOptions{UpdateMode: aztables.UpdateModeMerge})
+			return err
+		}},
+		{"Delete", func() error { _, err := sc.DeleteEntity(ctx, "p", "r", nil); return err }},
+		{"Batch", func() error {
+			_, err := sc.SubmitTransaction(ctx, []aztables.TransactionAction{{ActionType: aztables.TransactionTypeAdd, Entity: ent("b")}}, nil)
+			return err
+		}},
+		{"SetTableACL", func() error { _, err := sc.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{}); return err }},
+		{"SetServiceProperties", func() error {
+			_, err := sec.SetProperties(ctx, aztables.ServiceProperties{Cors: []*aztables.CorsRule{{AllowedOrigins: to.Ptr("*"), AllowedMethods: to.Ptr("GET"), AllowedHeaders: to.Ptr("*"), ExposedHeaders: to.Ptr("*"), MaxAgeInSeconds: to.Ptr[int32](5)}}}, nil)
+			return err
+		}},
+	} {
+		if got := codeOf(w.run()); got != "403 InsufficientAccountPermissions" {
+			t.Errorf("%s through -secondary: %s, want 403 InsufficientAccountPermissions", w.name, got)
+		}
+	}
+	// Reads through the secondary still work.
+	if _, err := sc.GetEntity(ctx, "p", "r", nil); err != nil {
+		t.Errorf("GetEntity through -secondary: %v", err)
+	}
+	// Nothing changed.
+	got, err := c.GetEntity(ctx, "p", "r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e map[string]any
+	json.Unmarshal(got.Value, &e)
+	if n := count(t, c); n != 1 || e["V"] != float64(1) {
+		t.Errorf("after refused writes: %d entities, V = %v; want 1 entity with V 1", n, e["V"])
+	}
+	if _, err := svc.NewClient("secondarynew").GetAccessPolicy(ctx, nil); codeOf(err) != "404 TableNotFound" {
+		t.Errorf("table created through -secondary: %s", codeOf(err))
+	}
+	props, err := svc.GetProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(props.Cors) != 0 {
+		t.Errorf("service properties changed through -secondary: %d CORS rules", len(props.Cors))
+	}
+}
+
+// TestLoneSurrogateKeys: keys that differ only in an unpaired surrogate
+// must not become one key (U+FFFD): such a body is 400 InvalidInput and
+// stores nothing. A proper surrogate pair is stored exactly.
+func TestLoneSurrogateKeys(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	tbl := "/" + devAccount + "/" + tableNames[c]
+	for _, body := range []string{
+		`{"PartitionKey":"p","RowKey":"d\ud800"}`,
+		`{"PartitionKey":"p","RowKey":"d\udbff"}`,
+		`{"PartitionKey":"p\udc00","RowKey":"r"}`,
+		`{"PartitionKey":"p","RowKey":"r","S":"x\ud800"}`,
+	} {
+		if st, h, b := rawDo(t, s, "POST", tbl, body, nil); st != 400 || h.Get("x-ms-error-code") != "InvalidInput" {
+			t.Errorf("POST %s: %d %s (%s), want 400 InvalidInput", body, st, h.Get("x-ms-error-code"), b)
+		}
+	}
+	if n := count(t, c); n != 0 {
+		t.Fatalf("%d entities stored from bodies with unpaired surrogates", n)
+	}
+	if st, _, b := rawDo(t, s, "POST", tbl, `{"PartitionKey":"p","RowKey":"d\ud83d\ude00"}`, nil); st != 201 {
+		t.Fatalf("insert with a surrogate pair: %d %s", st, b)
+	}
+	if _, err := c.GetEntity(ctx, "p", "d\U0001F600", nil); err != nil {
+		t.Errorf("surrogate pair key not stored exactly: %v", err)
+	}
+}
+
+// duplicateMember returns the first member name that appears twice in one
+// JSON object of body, or "".
+func duplicateMember(t *testing.T, body string) string {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(body))
+	type obj struct {
+		seen   map[string]bool
+		expect bool // the next token is a member name
+	}
+	var stack []*obj
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			return ""
+		}
+		if err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, body)
+		}
+		var top *obj
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if name, ok := tok.(string); ok && top != nil && top.expect {
+			if top.seen[name] {
+				return name
+			}
+			top.seen[name] = true
+			top.expect = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &obj{seen: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		case json.Delim('['):
+			stack = append(stack, &obj{})
+			continue
+		}
+		// A value ended: in an object the next token is a name.
+		if len(stack) > 0 && stack[len(stack)-1].seen != nil {
+			stack[len(stack)-1].expect = true
+		}
+	}
+}
+
+// TestSelectRepeatedProperty: $select naming a property several times
+// returns it once, in every metadata level, for Get Entity and queries.
+func TestSelectRepeatedProperty(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	tbl := "/" + devAccount + "/" + tableNames[c]
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r", "v": 1, "w": "x"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		tbl + "(PartitionKey='p',RowKey='r')?$select=v,v,v",
+		tbl + "()?$select=v,w,v,RowKey,RowKey",
+		tbl + "()?$select=v,v&$format=" + url.QueryEscape("application/json;odata=fullmetadata"),
+		tbl + "()?$select=PartitionKey,PartitionKey,missing,missing&$format=" + url.QueryEscape("application/json;odata=nometadata"),
+	} {
+		st, _, body := rawDo(t, s, "GET", path, "", nil)
+		if st != 200 {
+			t.Fatalf("GET %s: %d %s", path, st, body)
+		}
+		if d := duplicateMember(t, body); d != "" {
+			t.Errorf("GET %s: member %q repeated in %s", path, d, body)
+		}
+	}
+}
+
+// TestSetTableACLUnknownElements: a Set Table ACL body with elements the
+// schema does not have is 400 InvalidXmlDocument and leaves the table's
+// policies as they were.
+func TestSetTableACLUnknownElements(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	if _, err := c.SetAccessPolicy(ctx, &aztables.SetAccessPolicyOptions{TableACL: []*aztables.SignedIdentifier{{
+		ID: to.Ptr("keep"), AccessPolicy: &aztables.AccessPolicy{Permission: to.Ptr("r")},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/" + devAccount + "/" + tableNames[c] + "?comp=acl"
+	for _, body := range []string{
+		`<?xml version="1.0" encoding="utf-8"?><SignedIdentifiers><Wrapper><SignedIdentifier><Id>new</Id></SignedIdentifier></Wrapper></SignedIdentifiers>`,
+		`<SignedIdentifiers><SignedIdentifier><Id>new</Id><AccessPolicy><Nested><Permission>r</Permission></Nested></AccessPolicy></SignedIdentifier></SignedIdentifiers>`,
+		`<SignedIdentifiers><Unknown/></SignedIdentifiers>`,
+	} {
+		st, h, b := rawDo(t, s, "PUT", path, body, map[string]string{"Content-Type": "application/xml"})
+		if st != 400 || h.Get("x-ms-error-code") != "InvalidXmlDocument" {
+			t.Errorf("Set Table ACL %s: %d %s (%s), want 400 InvalidXmlDocument", body, st, h.Get("x-ms-error-code"), b)
+		}
+	}
+	acl, err := c.GetAccessPolicy(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acl.SignedIdentifiers) != 1 || *acl.SignedIdentifiers[0].ID != "keep" {
+		t.Errorf("policies after refused sets: %d, want the one named keep", len(acl.SignedIdentifiers))
+	}
+}
+
+// TestErrorBodyInvalidUTF8: an error message that quotes request bytes
+// which are not UTF-8 (an If-Match header here) still comes back as valid
+// UTF-8 JSON.
+func TestErrorBodyInvalidUTF8(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	path := "/" + devAccount + "/" + tableNames[c] + "(PartitionKey='p',RowKey='r')"
+	st, h, body := rawDo(t, s, "PUT", path, `{"A":1}`, map[string]string{"If-Match": "\xff\xfe"})
+	if st != 400 || h.Get("x-ms-error-code") != "InvalidInput" {
+		t.Fatalf("malformed If-Match: %d %s, want 400 InvalidInput", st, h.Get("x-ms-error-code"))
+	}
+	if !utf8.ValidString(body) || !json.Valid([]byte(body)) {
+		t.Errorf("error body is not valid UTF-8 JSON: %q", body)
+	}
+	// A key in the URL that is not UTF-8 is out of range, and the message
+	// that quotes it is UTF-8.
+	bad := "/" + devAccount + "/" + tableNames[c] + "(PartitionKey='%FF%FE',RowKey='r')"
+	st, h, body = rawDo(t, s, "PUT", bad, `{"A":1}`, nil)
+	if st != 400 || h.Get("x-ms-error-code") != "OutOfRangeInput" {
+		t.Fatalf("PUT with a non-UTF-8 key: %d %s, want 400 OutOfRangeInput", st, h.Get("x-ms-error-code"))
+	}
+	if !utf8.ValidString(body) || !json.Valid([]byte(body)) {
+		t.Errorf("error body is not valid UTF-8 JSON: %q", body)
+	}
+}
+
+// rss returns the resident set size of a process in bytes (Linux).
+func rss(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read RSS: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// TestMemoryFlatUnderMissingTables: a stream of requests for missing
+// tables, each under a new 20 KB name, leaves the server's memory where it
+// was. Every map keyed by client input is bounded; a name is not kept
+// after its request. (The names alone total 200 MB: kept, they would show.)
+func TestMemoryFlatUnderMissingTables(t *testing.T) {
+	s := StartServer(t, "")
+	pid := s.cmd.Process.Pid
+	long := strings.Repeat("x", 20<<10)
+	send := func(from, n int) {
+		const workers = 4
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for i := from + w; i < from+n; i += workers {
+					path := fmt.Sprintf("/%s/t%d%s()", devAccount, i, long)
+					if st, h, _ := rawDo(t, s, "GET", path, "", nil); st != 404 || h.Get("x-ms-error-code") != "TableNotFound" {
+						t.Errorf("GET missing table %d: %d %s, want 404 TableNotFound", i, st, h.Get("x-ms-error-code"))
+						return
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+	}
+	send(0, 1000) // warm up: buffers, pools and the GC's target settle
+	before := rss(t, pid)
+	send(1000, 10000)
+	after := rss(t, pid)
+	t.Logf("RSS %d MiB before, %d MiB after 10000 requests for missing tables", before>>20, after>>20)
+	if grew := after - before; grew > 80<<20 {
+		t.Errorf("RSS grew by %d MiB over 10000 requests for missing 20 KB table names, want under 80 MiB", grew>>20)
+	}
+	// The server still works.
+	c := newTable(t, serviceClient(t, s))
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
+		t.Fatal(err)
+	}
+}
