@@ -57,7 +57,7 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 		if i := strings.Index(strings.ToUpper(name), "%28"); i >= 0 {
 			name = name[:i]
 		}
-		if _, err := url.PathUnescape(name); err != nil || !strings.ContainsAny(raw, "(") && !strings.Contains(strings.ToUpper(raw), "%28") {
+		if _, err := url.PathUnescape(name); err != nil {
 			return resource{}, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 		}
 		return resource{}, errQuerySyntax
