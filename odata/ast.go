@@ -16,7 +16,7 @@ import (
 )
 
 // Expr is a parsed $filter. Implementations: *Compare, *And, *Or, *Not,
-// *BoolProp.
+// *BoolProp, *BoolLit.
 type Expr interface {
 	// String returns canonical filter text that parses back to an equal
 	// tree: every operand of and/or/not is parenthesized.
@@ -104,7 +104,12 @@ type Not struct{ X Expr }
 // the property exists, is Edm.Boolean and is true.
 type BoolProp struct{ Prop string }
 
+// BoolLit is the literal true or false used as a condition ($filter=false,
+// true and RowKey eq '1'): a constant.
+type BoolLit struct{ Value bool }
+
 func (*Compare) isExpr()  {}
+func (*BoolLit) isExpr()  {}
 func (*And) isExpr()      {}
 func (*Or) isExpr()       {}
 func (*Not) isExpr()      {}
@@ -115,6 +120,7 @@ func (e *And) String() string      { return string(appendExpr(nil, e)) }
 func (e *Or) String() string       { return string(appendExpr(nil, e)) }
 func (e *Not) String() string      { return string(appendExpr(nil, e)) }
 func (e *BoolProp) String() string { return e.Prop }
+func (e *BoolLit) String() string  { return string(appendExpr(nil, e)) }
 
 func appendExpr(b []byte, e Expr) []byte {
 	switch e := e.(type) {
@@ -134,6 +140,8 @@ func appendExpr(b []byte, e Expr) []byte {
 		return append(b, ')')
 	case *BoolProp:
 		return append(b, e.Prop...)
+	case *BoolLit:
+		return AppendLiteral(b, edm.BoolValue(e.Value))
 	case nil:
 		return b
 	}
@@ -231,6 +239,9 @@ func Equal(a, b Expr) bool {
 	case *BoolProp:
 		b, ok := b.(*BoolProp)
 		return ok && a.Prop == b.Prop
+	case *BoolLit:
+		b, ok := b.(*BoolLit)
+		return ok && a.Value == b.Value
 	}
 	return false
 }

@@ -25,7 +25,8 @@ type Getter func(name string) (v edm.Value, ok bool)
 //     Double property with an Int32 or Int64 literal (converted to float64);
 //   - any other type mismatch acts as property < literal: eq, gt and ge are
 //     false, ne, lt and le true;
-//   - not negates; a bare property is true only if it is a Boolean true.
+//   - not negates; a bare property is true only if it is a Boolean true;
+//   - a bare true or false is that constant.
 //
 // Eval does not allocate.
 func Eval(e Expr, get Getter) bool {
@@ -43,6 +44,8 @@ func Eval(e Expr, get Getter) bool {
 	case *BoolProp:
 		v, ok := get(e.Prop)
 		return ok && v.Type == edm.Boolean && v.Bool()
+	case *BoolLit:
+		return e.Value
 	}
 	panic("odata: unknown Expr type")
 }

@@ -223,7 +223,7 @@ func (c *byteChooser) Intn(n int) int {
 var genOps = []string{"eq", "ne", "gt", "ge", "lt", "le"}
 
 // genFilter generates filter text of key comparisons, other properties,
-// and/or/not and parentheses.
+// Boolean literals, and/or/not and parentheses.
 func genFilter(c chooser, depth int) string {
 	if depth <= 0 || c.Intn(3) == 0 {
 		return genLeaf(c)
@@ -257,6 +257,9 @@ func genLeaf(c chooser) string {
 		// A key against a literal of another type.
 		return []string{"PartitionKey", "RowKey"}[c.Intn(2)] + " " + op + " " +
 			[]string{"5", "true", "X'00'", "1.5", "datetime'2020-01-01T00:00:00Z'"}[c.Intn(5)]
+	case 3:
+		// Boolean literals as conditions: constants.
+		return []string{"true", "false", "not false", "TRUE"}[c.Intn(4)]
 	}
 	prop := []string{"PartitionKey", "RowKey"}[c.Intn(2)]
 	lit := FormatLiteral(edm.StringValue(keyAlphabet[c.Intn(len(keyAlphabet))]))

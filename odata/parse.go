@@ -239,8 +239,13 @@ func (p *parser) parsePrimary() (Expr, *Error) {
 	}
 	op, isOp := p.compareOp()
 	if !isOp {
-		if a.kind == opProp {
+		switch {
+		case a.kind == opProp:
 			return &BoolProp{Prop: a.name}, nil
+		case a.kind == opLit && a.val.Type == edm.Boolean:
+			// A Boolean literal is a condition of its own, as on the
+			// service ($filter=false, true and RowKey eq '1').
+			return &BoolLit{Value: a.val.Bool()}, nil
 		}
 		return nil, p.unexpected()
 	}

@@ -82,7 +82,8 @@ const (
 // the plan; not is pushed down to them (not (RowKey lt 'x') is
 // RowKey ge 'x'), and, or and ne combine their ranges. A comparison of a key
 // with a literal of another type is a constant (PROTOCOL.md 5.3 rule 3), as
-// is a bare key property (false).
+// is a bare key property (false) and a Boolean literal; a filter that is
+// constant false has no ranges, so nothing is read.
 func PlanQuery(e Expr) Plan {
 	var bs []box
 	if e == nil {
@@ -256,6 +257,11 @@ func planBoxes(e Expr, neg bool) []box {
 			return nil // a key is never a Boolean
 		}
 		return fullBoxes()
+	case *BoolLit:
+		if e.Value != neg {
+			return fullBoxes()
+		}
+		return nil // constant false: nothing to read
 	}
 	return fullBoxes()
 }

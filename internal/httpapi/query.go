@@ -19,17 +19,18 @@ const maxPageBytes = 8 << 20
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-// parseTop reads $top: absent, or 1..1000.
-func parseTop(q url.Values) (int, error) {
+// parseTop reads $top: absent (0), or 0..1000. zero reports $top=0, which
+// the service answers with no entities (or tables) at all.
+func parseTop(q url.Values) (top int, zero bool, err error) {
 	v, ok := q["$top"]
 	if !ok {
-		return 0, nil
+		return 0, false, nil
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v[0]))
-	if err != nil || n < 1 || n > partita.MaxPageSize {
-		return 0, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	if err != nil || n < 0 || n > partita.MaxPageSize {
+		return 0, false, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 	}
-	return n, nil
+	return n, n == 0, nil
 }
 
 // parseSelect reads $select: nil means every property. A property named
@@ -63,10 +64,11 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		return err
 	}
 	var q partita.Query
-	var err error
-	if q.Top, err = parseTop(rc.query); err != nil {
+	top, zero, err := parseTop(rc.query)
+	if err != nil {
 		return err
 	}
+	q.Top = top
 	sel, err := parseSelect(rc.query)
 	if err != nil {
 		return err
@@ -83,6 +85,11 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		} else {
 			q.Filter = &odata.And{L: q.Filter, R: rf}
 		}
+	}
+	if zero {
+		// $top=0: the filter is still checked, the table must exist, and
+		// a constant-false filter reads nothing.
+		q.Filter = &odata.BoolLit{Value: false}
 	}
 	npk, rk := rc.query.Get("NextPartitionKey"), rc.query.Get("NextRowKey")
 	if npk != "" || rk != "" {

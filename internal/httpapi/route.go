@@ -30,8 +30,12 @@ type resource struct {
 var errQuerySyntax = partita.NewError(partita.CodeInvalidInput, "Bad Request - Error in query syntax.")
 
 // parseResource parses the raw path after the account (PROTOCOL §1.2–1.3).
-// The table segment is split off at the first '(' before decoding, because
-// a key may contain %2F.
+// The path is percent-decoded as a whole before it is split, as the service
+// does: t%28PartitionKey=%27a%27,RowKey=%27b%27%29 (what net/url and many
+// HTTP libraries send) names the same entity as t(PartitionKey='a',RowKey='b'),
+// and Tables%28%27t%27%29 the same table as Tables('t'). A table name cannot
+// hold '(', so the first '(' of the decoded path ends it; a key may hold
+// any character, '(' and ')' included.
 func parseResource(raw string) (resource, error) { return parseResourceMode(raw, false) }
 
 // parseResourceMode is parseResource; lenient accepts a lone quote inside a
@@ -42,12 +46,27 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 	if raw == "" {
 		return resource{kind: resService}, nil
 	}
-	if raw == "$batch" || raw == "%24batch" {
+	path, err := url.PathUnescape(raw)
+	if err != nil {
+		// A bad escape in the table name is invalid input, one in the key
+		// predicate a syntax error.
+		name := raw
+		if i := strings.IndexByte(name, '('); i >= 0 {
+			name = name[:i]
+		}
+		if i := strings.Index(strings.ToUpper(name), "%28"); i >= 0 {
+			name = name[:i]
+		}
+		if _, err := url.PathUnescape(name); err != nil {
+			return resource{}, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+		}
+		return resource{}, errQuerySyntax
+	}
+	if path == "$batch" {
 		return resource{kind: resBatch}, nil
 	}
-	name, args, hasArgs := strings.Cut(raw, "(")
-	tname, err := url.PathUnescape(name)
-	if err != nil || tname == "" || strings.Contains(tname, "/") {
+	tname, args, hasArgs := strings.Cut(path, "(")
+	if tname == "" || strings.Contains(tname, "/") {
 		return resource{}, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 	}
 	if !hasArgs {
@@ -59,11 +78,7 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 	if !strings.HasSuffix(args, ")") {
 		return resource{}, errQuerySyntax
 	}
-	args = args[:len(args)-1]
-	decoded, err := url.PathUnescape(args)
-	if err != nil {
-		return resource{}, errQuerySyntax
-	}
+	decoded := args[:len(args)-1]
 	if strings.EqualFold(tname, "Tables") {
 		if decoded == "" {
 			return resource{kind: resTables}, nil

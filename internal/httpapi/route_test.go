@@ -44,6 +44,22 @@ func TestParseResource(t *testing.T) {
 		{in: "t(PartitionKey='a')", code: partita.CodeInvalidInput},
 		{in: "t(PartitionKey='a',PartitionKey='b')", code: partita.CodeInvalidInput},
 		{in: "t(Foo='a',RowKey='b')", code: partita.CodeInvalidInput},
+		// The path is decoded before it is split (what net/url sends for a
+		// url.URL built from the literal form), in either case of hex.
+		{in: "t%28PartitionKey=%27a%27,RowKey=%27b%27%29", kind: resEntity, tbl: "t", pk: "a", rk: "b"},
+		{in: "t%28PartitionKey%3d%27a%27%2cRowKey%3D%27b%27%29", kind: resEntity, tbl: "t", pk: "a", rk: "b"},
+		{in: "t%28PartitionKey='a',RowKey='b')", kind: resEntity, tbl: "t", pk: "a", rk: "b"},
+		{in: "t(PartitionKey='a%28x%29',RowKey='(b)')", kind: resEntity, tbl: "t", pk: "a(x)", rk: "(b)"},
+		{in: "t%28PartitionKey=%27O%27%27Brien%27,RowKey=%27%27%29", kind: resEntity, tbl: "t", pk: "O'Brien", rk: ""},
+		{in: "t%28%29", kind: resEntities, tbl: "t"},
+		{in: "%74able", kind: resEntities, tbl: "table"},
+		{in: "Tables%28%27abc%27%29", kind: resTable, tbl: "abc"},
+		{in: "Tables%28'abc'%29", kind: resTable, tbl: "abc"},
+		{in: "Tables%28%29", kind: resTables},
+		{in: "%24batch", kind: resBatch},
+		{in: "t%28PartitionKey=%27a%27,RowKey=%27b%27", code: partita.CodeInvalidInput},
+		{in: "t%2", code: partita.CodeInvalidInput},
+		{in: "t(PartitionKey='%zz',RowKey='b')", code: partita.CodeInvalidInput},
 	} {
 		r, err := parseResource(tt.in)
 		if tt.code != "" {

@@ -44,6 +44,7 @@ type Server struct {
 	slots     chan struct{}
 	queueWait time.Duration
 	date      atomic.Pointer[cachedDate]
+	corsCache corsCache // the accounts' CORS rules, for corsHeaders
 }
 
 // New returns a Server.

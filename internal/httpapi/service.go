@@ -70,6 +70,7 @@ func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCt
 		if err := s.store.SetServiceProperties(r.Context(), rc.account, raw); err != nil {
 			return err
 		}
+		s.corsCache.forget(rc.account)
 		h := w.Header()
 		h.Del("X-Content-Type-Options")
 		h.Set("Content-Length", "0")
@@ -175,30 +176,41 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 	return nil
 }
 
-// corsHeaders adds the CORS headers of an actual request whose Origin
-// matches a rule; without a match nothing is added.
+// corsHeaders adds the CORS headers of an actual request, as the table
+// "how the Vary header is set" in the service's CORS documentation has
+// them. Without rules nothing is added. With rules:
+//
+//   - a matching rule for the request's Origin: Access-Control-Allow-Origin
+//     with that origin, Allow-Credentials, the exposed headers and
+//     Vary: Origin;
+//   - a matching "*" rule (with or without an Origin header):
+//     Access-Control-Allow-Origin: * and the exposed headers, no Vary;
+//   - no matching rule (with or without an Origin header): only
+//     Vary: Origin, since the answer would differ for another origin.
 func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx) {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
+	rules, err := s.corsCache.rules(r.Context(), s, rc.account)
+	if err != nil || len(rules) == 0 {
 		return
 	}
-	p, err := s.loadProperties(r.Context(), rc.account)
-	if err != nil {
-		return
-	}
-	rule, ok := settings.MatchCORS(p.Cors, origin, r.Method, nil)
-	if !ok {
-		return
+	var rule *settings.CorsRule
+	if origin := r.Header.Get("Origin"); origin != "" {
+		rule, _ = settings.MatchCORS(rules, origin, r.Method, nil)
+	} else {
+		rule, _ = settings.MatchCORSNoOrigin(rules, r.Method)
 	}
 	h := w.Header()
-	if rule.AllowsAnyOrigin() {
+	switch {
+	case rule == nil:
+		h.Add("Vary", "Origin")
+		return
+	case rule.AllowsAnyOrigin():
 		h.Set("Access-Control-Allow-Origin", "*")
-	} else {
-		h.Set("Access-Control-Allow-Origin", origin)
+	default:
+		h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
 		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Add("Vary", "Origin")
 	}
 	if rule.ExposedHeaders != "" {
 		h.Set("Access-Control-Expose-Headers", rule.ExposedHeaders)
 	}
-	h.Add("Vary", "Origin")
 }

@@ -132,10 +132,11 @@ func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *r
 		return err
 	}
 	q := partita.TableQuery{}
-	var err error
-	if q.Top, err = parseTop(rc.query); err != nil {
+	top, zero, err := parseTop(rc.query)
+	if err != nil {
 		return err
 	}
+	q.Top = top
 	if f := rc.query.Get("$filter"); f != "" {
 		if q.Filter, err = odata.Parse(strings.ToValidUTF8(f, "\uFFFD")); err != nil {
 			return err
@@ -148,9 +149,15 @@ func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *r
 		}
 		q.NextTableName = name
 	}
-	page, err := s.store.QueryTables(r.Context(), rc.account, q)
-	if err != nil {
-		return err
+	if zero {
+		q.Filter = &odata.BoolLit{Value: false} // $top=0: no tables
+	}
+	var page partita.TablePage
+	// A constant-false filter ($filter=false, $top=0) reads nothing.
+	if f, ok := q.Filter.(*odata.BoolLit); !ok || f.Value {
+		if page, err = s.store.QueryTables(r.Context(), rc.account, q); err != nil {
+			return err
+		}
 	}
 	b := []byte{'{'}
 	if rc.meta != wire.NoMetadata {

@@ -30,6 +30,24 @@ func MatchCORS(rules []CorsRule, origin, method string, requestHeaders []string)
 	return nil, false
 }
 
+// MatchCORSNoOrigin returns the first rule that allows every origin ("*")
+// and method: the rule that governs an actual request without an Origin
+// header, which the service then answers with
+// Access-Control-Allow-Origin: * (and the rule's exposed headers). An empty
+// method never matches.
+func MatchCORSNoOrigin(rules []CorsRule, method string) (rule *CorsRule, ok bool) {
+	if method == "" {
+		return nil, false
+	}
+	for i := range rules {
+		r := &rules[i]
+		if r.AllowsAnyOrigin() && r.allowsMethod(method) {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
 // AllowsAnyOrigin reports whether the rule's AllowedOrigins holds "*": the
 // edge then answers Access-Control-Allow-Origin: * and no
 // Access-Control-Allow-Credentials.

@@ -159,11 +159,15 @@ test("CORS rules: preflights and actual requests", async (t) => {
       );
       assert.equal(post.last.status, 204);
       assert.equal(post.last.headers.get("access-control-allow-origin"), undefined);
-      // No Origin at all.
+      // Both still vary by Origin: another origin could get CORS headers.
+      assert.match(other.last.headers.get("vary") ?? "", /\bOrigin\b/i, "no matching rule: Vary: Origin");
+      assert.match(post.last.headers.get("vary") ?? "", /\bOrigin\b/i, "no matching rule: Vary: Origin");
+      // No Origin at all, while rules exist and no "*" rule allows GET: no
+      // CORS headers, but Vary: Origin (the service's Vary table).
       const plain = rawResponse();
       await table.getEntity("p", "r", { onResponse: plain.cb });
       assert.equal(plain.last.headers.get("access-control-allow-origin"), undefined);
-      assert.doesNotMatch(plain.last.headers.get("vary") ?? "", /\bOrigin\b/i);
+      assert.match(plain.last.headers.get("vary") ?? "", /\bOrigin\b/i);
     });
 
     await t.test("an actual DELETE under the wildcard rule gets Access-Control-Allow-Origin: *", async () => {
@@ -172,7 +176,20 @@ test("CORS rules: preflights and actual requests", async (t) => {
       assert.equal(del.last.status, 204);
       assert.equal(del.last.headers.get("access-control-allow-origin"), "*");
       assert.equal(del.last.headers.get("access-control-allow-credentials"), undefined);
-      assert.match(del.last.headers.get("vary") ?? "", /\bOrigin\b/i);
+      // The answer is the same for every origin: no Vary (the service's
+      // Vary table).
+      assert.doesNotMatch(del.last.headers.get("vary") ?? "", /\bOrigin\b/i);
+    });
+
+    await t.test("an actual DELETE without an Origin under the wildcard rule gets Access-Control-Allow-Origin: *", async () => {
+      await table.createEntity({ partitionKey: "p", rowKey: "posted2" });
+      const del = rawResponse();
+      await table.deleteEntity("p", "posted2", { onResponse: del.cb });
+      assert.equal(del.last.status, 204);
+      assert.equal(del.last.request.headers.get("origin"), undefined, "the SDK sent no Origin");
+      assert.equal(del.last.headers.get("access-control-allow-origin"), "*");
+      assert.equal(del.last.headers.get("access-control-expose-headers"), rules[1].exposedHeaders);
+      assert.doesNotMatch(del.last.headers.get("vary") ?? "", /\bOrigin\b/i);
     });
   } finally {
     await svc.setProperties(original);
