@@ -11,7 +11,7 @@ import (
 	"github.com/partita/partita/edm"
 )
 
-// Limits of the service (PROTOCOL §1.5–1.8). Sizes of strings are counted
+// Limits of the service (docs/COMPATIBILITY.md §3). Sizes of strings are counted
 // in UTF-16 code units because the service stores strings as UTF-16.
 const (
 	MaxKeyUnits         = 512       // PartitionKey, RowKey: 1 KiB of UTF-16
@@ -300,7 +300,7 @@ func ValidateProperty(p Property) error {
 	return nil
 }
 
-// Size returns the entity's size as the service computes it (PROTOCOL §1.8).
+// Size returns the entity's size as the service computes it (docs/COMPATIBILITY.md §3).
 func (e *Entity) Size() int {
 	n := 4 + 2*utf16Len(e.PartitionKey) + 2*utf16Len(e.RowKey)
 	for _, p := range e.Properties {

@@ -30,7 +30,7 @@ type sasSpec struct {
 }
 
 // build signs the SAS with the Go SDK. The SDK signs spk/srk/epk/erk but
-// leaves them out of its query string (PROTOCOL §8.5), so they are added
+// leaves them out of its query string (docs/COMPATIBILITY.md §10), so they are added
 // here.
 func (sp sasSpec) build(t *testing.T) string {
 	t.Helper()

@@ -1,5 +1,5 @@
 // Package odata parses, prints, evaluates and plans the $filter language of
-// the Azure Table service (PROTOCOL.md 5.2, 5.3 and 12).
+// the Azure Table service (docs/COMPATIBILITY.md §7, §12).
 //
 // Parse turns filter text into an Expr tree. Eval evaluates an Expr against
 // one entity with the service's type-mismatch rules. PlanQuery derives, from

@@ -14,7 +14,7 @@ type Getter func(name string) (v edm.Value, ok bool)
 
 // Eval reports whether the entity whose properties get returns matches e. A
 // nil e matches everything. The rules are those of the service
-// (PROTOCOL.md 5.3):
+// (docs/COMPATIBILITY.md §7):
 //
 //   - a comparison with a missing property is false, ne included;
 //   - values of the same type compare in their natural order: strings (and

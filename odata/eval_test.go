@@ -15,7 +15,7 @@ var (
 	whenLess    = results{false, true, false, false, true, true}
 	whenEqual   = results{true, false, false, true, false, true}
 	whenGreater = results{false, true, true, true, false, false}
-	// A type mismatch acts as property < literal (PROTOCOL.md 5.3 rule 3).
+	// A type mismatch acts as property < literal (docs/COMPATIBILITY.md §7 rule 3).
 	whenMismatch = whenLess
 	allFalse     = results{}
 	// NaN: only ne holds.

@@ -81,7 +81,7 @@ const (
 // Only comparisons of PartitionKey and RowKey with string literals narrow
 // the plan; not is pushed down to them (not (RowKey lt 'x') is
 // RowKey ge 'x'), and, or and ne combine their ranges. A comparison of a key
-// with a literal of another type is a constant (PROTOCOL.md 5.3 rule 3), as
+// with a literal of another type is a constant (docs/COMPATIBILITY.md §7 rule 3), as
 // is a bare key property (false) and a Boolean literal; a filter that is
 // constant false has no ranges, so nothing is read.
 func PlanQuery(e Expr) Plan {

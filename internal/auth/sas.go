@@ -1,6 +1,6 @@
 package auth
 
-// Shared access signatures (PROTOCOL §8.5 service SAS for a table, §8.6
+// Shared access signatures (docs/COMPATIBILITY.md §10: service SAS for a table,
 // account SAS). Everything here is a pure function of the query string, the
 // account's keys, the clock and the request's operation; the HTTP edge picks
 // the status and error code from the sentinel errors below.
@@ -84,9 +84,9 @@ var (
 type SASKind uint8
 
 const (
-	// ServiceSAS is a table SAS (PROTOCOL §8.5): no ss/srt, has tn.
+	// ServiceSAS is a table SAS (docs/COMPATIBILITY.md §10): no ss/srt, has tn.
 	ServiceSAS SASKind = iota + 1
-	// AccountSAS has ss and srt (PROTOCOL §8.6).
+	// AccountSAS has ss and srt (docs/COMPATIBILITY.md §10).
 	AccountSAS
 )
 
@@ -282,7 +282,7 @@ func (s *SAS) signedPermissions() string {
 // StringToSign returns the string the client signed. account is the
 // account's primary name (without "-secondary").
 //
-// Service SAS (PROTOCOL §8.5): 12 fields joined by "\n", no trailing
+// Service SAS (docs/COMPATIBILITY.md §10): 12 fields joined by "\n", no trailing
 // newline, with the resource "/table/<account>/<lowercase tn>". Account SAS
 // (§8.6): 9 lines each ending in "\n", plus the ses line from sv 2020-12-06.
 func (s *SAS) StringToSign(account string) string {
@@ -548,7 +548,7 @@ type sasRule struct {
 	allOf  string // both kinds: all of these letters (service SAS uses only this)
 }
 
-// sasRules: PROTOCOL §8.5 (service SAS letters r a u d) and the §8.6 table.
+// sasRules: docs/COMPATIBILITY.md §10 (service SAS letters r a u d, and the account SAS table).
 // Account SAS entity operations use srt=o, Query Entities included, as the
 // real service does (Azurite wants c).
 var sasRules = [...]sasRule{
@@ -575,7 +575,7 @@ var sasRules = [...]sasRule{
 //
 // Service SAS: only entity operations (else ErrSASOperation), on the table
 // tn compared case-insensitively (else ErrSASTable), with the letters of
-// PROTOCOL §8.5 (else ErrSASPermission): r for query and get, a for insert,
+// docs/COMPATIBILITY.md §10 (else ErrSASPermission): r for query and get, a for insert,
 // u for update and merge, d for delete, a and u for the upserts.
 //
 // Account SAS: ss must contain 't' (ErrSASService); Get/Set Table ACL are
@@ -628,7 +628,7 @@ func (s *SAS) HasKeyRange() bool {
 }
 
 // InRange reports whether (pk, rk) lies inside the SAS's key range
-// (PROTOCOL §8.5), comparing by UTF-16 code units like the service:
+// (docs/COMPATIBILITY.md §10), comparing by UTF-16 code units like the service:
 //
 //	spk only: pk >= spk;   spk and srk: pk > spk || (pk == spk && rk >= srk)
 //	epk only: pk <= epk;   epk and erk: pk < epk || (pk == epk && rk <= erk)

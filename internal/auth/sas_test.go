@@ -36,7 +36,7 @@ func mustParseSAS(t testing.TB, rawQuery string) *SAS {
 	return s
 }
 
-// The worked examples of PROTOCOL §8.5 and §8.6.
+// Worked table and account SAS tokens over the dev key (docs/COMPATIBILITY.md §10).
 func TestSAS_WorkedExamples(t *testing.T) {
 	a := mustDevAccount(t)
 	for _, tt := range []struct {
@@ -177,7 +177,7 @@ func TestSAS_GoSDK(t *testing.T) {
 
 	t.Run("service key range", func(t *testing.T) {
 		// The SDK signs spk/srk/epk/erk but leaves them out of the query
-		// (PROTOCOL §8.5), so its token fails as is; with the keys added it
+		// (docs/COMPATIBILITY.md §10), so its token fails as is; with the keys added it
 		// verifies.
 		v := aztables.SASSignatureValues{TableName: "mytable", Permissions: "r", ExpiryTime: expiry,
 			StartPartitionKey: "p1", StartRowKey: "r 1", EndPartitionKey: "p9", EndRowKey: "z'9"}

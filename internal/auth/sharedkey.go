@@ -1,5 +1,5 @@
 // Package auth verifies the Table service's request signatures: SharedKey
-// and SharedKeyLite (PROTOCOL §8.2–8.4). It is pure functions over request
+// and SharedKeyLite (docs/COMPATIBILITY.md §10). It is pure functions over request
 // parts plus a key ring; it returns its own errors and knows no HTTP status.
 package auth
 

@@ -12,7 +12,7 @@ import (
 
 const devKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
-// Vectors from PROTOCOL §8.2 and §8.3 (HMAC-SHA256 over the dev key).
+// Known-answer vectors for SharedKey and SharedKeyLite (HMAC-SHA256 over the dev key; docs/COMPATIBILITY.md §10).
 func TestSign_Vectors(t *testing.T) {
 	kr, err := ParseAccounts("devstoreaccount1:" + devKey)
 	if err != nil {

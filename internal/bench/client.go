@@ -119,7 +119,7 @@ func (c *Client) dateNow() string {
 }
 
 // sign returns the SharedKeyLite Authorization value for a request of
-// rawPath (as sent, including the endpoint prefix) at date (PROTOCOL §8.2:
+// rawPath (as sent, including the endpoint prefix) at date (docs/COMPATIBILITY.md §10:
 // date "\n" "/" account rawPath; the bench never sends comp=).
 func (c *Client) sign(date, rawPath string) string {
 	m := c.hmacs.Get().(hash.Hash)

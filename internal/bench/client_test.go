@@ -25,7 +25,7 @@ func TestSignMatchesAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The worked examples of PROTOCOL §8.2.
+	// A worked SharedKey signature over the dev key (docs/COMPATIBILITY.md §10).
 	date := "Tue, 02 Jan 2024 03:04:05 GMT"
 	for path, want := range map[string]string{
 		"/devstoreaccount1/Tables":                                 "vqH9cAkS8xJlO5MTje1QvTgbpxIibsQNqN4+xo6qZpI=",

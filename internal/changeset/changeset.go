@@ -3,7 +3,7 @@
 // byte for byte in the layout the Azure SDKs parse.
 //
 // The package knows nothing about tables or entities: it only moves HTTP
-// sub-requests and sub-responses in and out of MIME (PROTOCOL 6.1, 6.3–6.6).
+// sub-requests and sub-responses in and out of MIME (docs/COMPATIBILITY.md §8).
 //
 // Decoding is lenient where real clients differ (CRLF or bare LF line
 // endings, header names in any case, empty header values, a Content-ID in the
@@ -56,7 +56,7 @@ type Request struct {
 type Batch struct {
 	Requests []Request
 	// Changeset is true when the operations came in a changeset, false for a
-	// single retrieve (GET) part outside any changeset (PROTOCOL 6.5).
+	// single retrieve (GET) part outside any changeset (docs/COMPATIBILITY.md §8).
 	Changeset bool
 }
 

@@ -22,7 +22,7 @@ const (
 	goFormatQS = "?%24format=application%2Fjson%3Bodata%3Dminimalmetadata"
 )
 
-// goSDKBody is the request body of PROTOCOL 6.1 (Go SDK layout). Its
+// goSDKBody is a batch request body in the Go SDK's layout (docs/COMPATIBILITY.md §8). Its
 // Content-Length (47) does not match the 44-byte body: Decode must not use it.
 var goSDKBody = crlf(
 	"--batch_6ac0a0b3-2a8e-4b43-9a5d-6d1b2c3f4e50",

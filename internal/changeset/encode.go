@@ -53,7 +53,7 @@ func ContentType(boundary string) string {
 }
 
 // AppendResponse appends the whole multipart response body for a changeset
-// (PROTOCOL 6.3, 6.4): no preamble, the changeset part's body starting
+// (docs/COMPATIBILITY.md §8): no preamble, the changeset part's body starting
 // directly with its first delimiter, one application/http part per Response
 // in order, every part ending in CRLF before the next delimiter, and the two
 // closing delimiters on consecutive lines.
@@ -97,7 +97,7 @@ func responseSize(batchBoundary, changesetBoundary string, resps []Response) int
 }
 
 // AppendRetrieveResponse appends the response body of a retrieve batch
-// (PROTOCOL 6.5): one application/http part directly in the batch, no
+// (docs/COMPATIBILITY.md §8): one application/http part directly in the batch, no
 // changeset.
 func AppendRetrieveResponse(dst []byte, batchBoundary string, resp Response) []byte {
 	dst = append(dst, "--"...)
@@ -180,7 +180,7 @@ func wireName(key string) string {
 
 // AppendRequest encodes b as a $batch request body, in the layout of the Go
 // SDK (aztables transactional_batch.go, written with mime/multipart; see
-// PROTOCOL 6.1):
+// docs/COMPATIBILITY.md §8):
 //
 //	--<batch>
 //	Content-Type: multipart/mixed; boundary=<changeset>

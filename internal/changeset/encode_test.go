@@ -20,7 +20,7 @@ import (
 	"github.com/partita/partita/internal/raceflag"
 )
 
-// Boundaries of the PROTOCOL 6.3/6.4 examples.
+// Boundaries of the two golden responses below (docs/COMPATIBILITY.md §8).
 const (
 	specBatch     = "batchresponse_3f1f3a2e-6c0d-4c8e-9a61-2b3c4d5e6f70"
 	specChangeset = "changesetresponse_9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
@@ -55,7 +55,7 @@ var failureResps = []Response{{
 	Body: []byte(conflictJSON),
 }}
 
-// The expected bytes are the PROTOCOL 6.3 and 6.4 examples, line by line.
+// The expected bytes are the service's response layout (docs/COMPATIBILITY.md §8), line by line.
 func TestAppendResponseGoldenSuccess(t *testing.T) {
 	want := crlf(
 		"--batchresponse_3f1f3a2e-6c0d-4c8e-9a61-2b3c4d5e6f70",
@@ -250,8 +250,8 @@ func TestNewBoundaries(t *testing.T) {
 	}
 }
 
-// TestAppendRequestGoldenGoSDK: encoding the PROTOCOL 6.1 batch with its
-// boundaries gives back the PROTOCOL 6.1 bytes (the Go SDK layout).
+// TestAppendRequestGoldenGoSDK: encoding the Go SDK's batch with its
+// boundaries gives back the bytes the Go SDK sends (docs/COMPATIBILITY.md §8).
 func TestAppendRequestGoldenGoSDK(t *testing.T) {
 	got := AppendRequest(nil, "batch_6ac0a0b3-2a8e-4b43-9a5d-6d1b2c3f4e50",
 		"changeset_0f9e8d7c-6b5a-4c3d-8e2f-1a0b9c8d7e6f", goSDKBatch)

@@ -121,7 +121,7 @@ func operationOf(k partita.OpKind) auth.Operation {
 	return auth.OpDeleteEntity
 }
 
-// sasRangeFilter is the SAS key range as a filter (PROTOCOL §8.5), so a
+// sasRangeFilter is the SAS key range as a filter (docs/COMPATIBILITY.md §10), so a
 // query is clipped to it: the planner narrows the scan and evaluation
 // drops every entity outside it.
 func sasRangeFilter(s *auth.SAS) odata.Expr {

@@ -24,7 +24,7 @@ type batchOp struct {
 }
 
 // runtimeCodes are the failures that the service reports without the "0:"
-// index prefix when the changeset holds a single operation (PROTOCOL §6.4).
+// index prefix when the changeset holds a single operation (docs/COMPATIBILITY.md §8).
 var runtimeCodes = map[partita.Code]bool{
 	partita.CodeResourceNotFound:            true,
 	partita.CodeUpdateConditionNotSatisfied: true,
@@ -153,7 +153,7 @@ func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
 }
 
 // writeBatchFailure answers 202 with a changeset holding only the failed
-// operation (PROTOCOL §6.4), plus x-ms-error-code on the outer response so
+// operation (docs/COMPATIBILITY.md §8), plus x-ms-error-code on the outer response so
 // the Go SDK can report the code.
 func (s *Server) writeBatchFailure(w http.ResponseWriter, rc *reqCtx, index, nops int, contentID string, err error) {
 	code, msg := classify(err)
@@ -262,7 +262,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	return o, nil
 }
 
-// handleRetrieveBatch answers a batch holding a single GET (PROTOCOL §6.5).
+// handleRetrieveBatch answers a batch holding a single GET (docs/COMPATIBILITY.md §8).
 func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx, sr *changeset.Request) error {
 	host, rawPath, rawQuery := subTarget(sr.Target, r.Host)
 	account, _, resource, _, ok := splitAccount(host, rawPath)

@@ -34,7 +34,7 @@ func parseIfMatch(h http.Header) (partita.Condition, error) {
 }
 
 // writeKind is the operation a PUT (replace) or MERGE/PATCH (merge)
-// performs: without If-Match it is an upsert (PROTOCOL §4.2).
+// performs: without If-Match it is an upsert (docs/COMPATIBILITY.md §6).
 func writeKind(merge bool, cond partita.Condition) partita.OpKind {
 	switch {
 	case merge && cond.Kind == partita.Unconditional:
@@ -115,7 +115,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if err != nil {
 		return err
 	}
-	// The URL's keys win over the body's (PROTOCOL §3.2).
+	// The URL's keys win over the body's (docs/COMPATIBILITY.md §5).
 	e.PartitionKey, e.RowKey = key.PartitionKey, key.RowKey
 	op := partita.Op{Kind: kind, Entity: e, If: cond}
 	badKey := !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey)

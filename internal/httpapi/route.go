@@ -29,7 +29,7 @@ type resource struct {
 
 var errQuerySyntax = partita.NewError(partita.CodeInvalidInput, "Bad Request - Error in query syntax.")
 
-// parseResource parses the raw path after the account (PROTOCOL §1.2–1.3).
+// parseResource parses the raw path after the account (docs/COMPATIBILITY.md §2).
 // The path is percent-decoded as a whole before it is split, as the service
 // does: t%28PartitionKey=%27a%27,RowKey=%27b%27%29 (what net/url and many
 // HTTP libraries send) names the same entity as t(PartitionKey='a',RowKey='b'),

@@ -114,7 +114,7 @@ func validVersion(v string) bool {
 }
 
 // splitAccount finds the account and the resource path, path style or
-// host style (PROTOCOL §1.1).
+// host style (docs/COMPATIBILITY.md §2).
 func splitAccount(host, rawPath string) (account, signing, resource, prefix string, ok bool) {
 	h := host
 	if hh, _, err := net.SplitHostPort(host); err == nil {

@@ -136,7 +136,7 @@ func (s *Server) handleTableACL(w http.ResponseWriter, r *http.Request, rc *reqC
 }
 
 // handlePreflight answers a CORS preflight from the account's rules
-// (PROTOCOL §9.4). Preflights are not authenticated.
+// (docs/COMPATIBILITY.md §11). Preflights are not authenticated.
 func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	rc.op = "Preflight"
 	origin, method := r.Header.Get("Origin"), r.Header.Get("Access-Control-Request-Method")

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Limits of a table's stored access policies (PROTOCOL §1.7, §9.1).
+// Limits of a table's stored access policies (docs/COMPATIBILITY.md §11).
 const (
 	MaxSignedIdentifiers = 5
 	MaxIdentifierLength  = 64 // UTF-16 code units

@@ -3,7 +3,7 @@ package settings
 import "strings"
 
 // MatchCORS returns the first rule that allows a cross-origin request
-// (PROTOCOL §9.4): origin is in AllowedOrigins (exact and case-sensitive,
+// (docs/COMPATIBILITY.md §11): origin is in AllowedOrigins (exact and case-sensitive,
 // or the rule allows "*"), method is in AllowedMethods (case-insensitive),
 // and every requested header matches AllowedHeaders (case-insensitive
 // exact, a "prefix*" entry, or "*"). Each element of requestHeaders may

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Limits of the service properties (PROTOCOL §9.2 and the CORS rules of
+// Limits of the service properties (docs/COMPATIBILITY.md §11 and the CORS rules of
 // the storage documentation).
 const (
 	MaxCorsRules        = 5
@@ -64,7 +64,7 @@ type CorsRule struct {
 }
 
 // DefaultServiceProperties returns the properties of a fresh account, as
-// the real service reports them (PROTOCOL §9.2, REAL): logging off, both
+// the real service reports them (docs/COMPATIBILITY.md §11): logging off, both
 // metrics off, retention disabled, version 1.0, no CORS rules. (Azurite
 // differs: it reports logging of reads, writes and deletes as on.)
 func DefaultServiceProperties() ServiceProperties {

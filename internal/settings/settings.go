@@ -1,6 +1,6 @@
 // Package settings holds the account- and table-level settings of the Table
 // service — stored access policies, service properties (logging, metrics,
-// CORS) — with their XML forms (PROTOCOL §9).
+// CORS) — with their XML forms (docs/COMPATIBILITY.md §11).
 //
 // Decoders validate what a client sends and return errors that all match
 // ErrInvalidXML, which the HTTP edge answers with 400 InvalidXmlDocument

@@ -286,7 +286,7 @@ func TestServiceProperties_RealService(t *testing.T) {
 	}
 }
 
-// The example of PROTOCOL §9.2 (pretty-printed, Logging in the Go SDK's
+// A service properties document as the service returns it (pretty-printed, Logging in the Go SDK's
 // order).
 const protocolExample = `<?xml version="1.0" encoding="utf-8"?>
 <StorageServiceProperties>

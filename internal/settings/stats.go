@@ -6,7 +6,7 @@ import (
 )
 
 // AppendServiceStats appends the body of a Get Service Stats response
-// (PROTOCOL §9.3): geo-replication status "live" and lastSync in RFC 1123
+// (docs/COMPATIBILITY.md §11): geo-replication status "live" and lastSync in RFC 1123
 // ("Tue, 02 Jan 2024 03:00:00 GMT"), or an empty <LastSyncTime /> when
 // lastSync is zero. A development server answers on every endpoint with the
 // current time, as Azurite does (the real service answers only on the

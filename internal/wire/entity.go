@@ -48,7 +48,7 @@ type rawProp struct {
 	tok  json.Token // string, json.Number, bool or nil
 }
 
-// DecodeEntity parses an entity JSON body (PROTOCOL §3.1–3.2). Keys are
+// DecodeEntity parses an entity JSON body (docs/COMPATIBILITY.md §5). Keys are
 // taken from the body when present; the caller overrides them from the URL
 // for PUT/MERGE. Null properties are dropped. Type errors are *partita.Error
 // values with the service's codes.

@@ -1,4 +1,4 @@
-// CORS (PROTOCOL §9.4): rules set with TableServiceClient.setProperties,
+// CORS (docs/COMPATIBILITY.md §11): rules set with TableServiceClient.setProperties,
 // preflights with raw fetch (they are not authenticated), and the CORS
 // headers on actual SDK requests that carry an Origin.
 //

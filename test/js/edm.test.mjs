@@ -135,7 +135,7 @@ test("EDM round trip", async (t) => {
   });
 
   // Typed filters find the entity only if each value was stored with the
-  // right type (PROTOCOL §5.3: a type mismatch never matches eq).
+  // right type (docs/COMPATIBILITY.md §7: a type mismatch never matches eq).
   const filters = {
     "Str eq 'héllo wörld ✓ 日本'": true,
     "I32 eq 42": true,

@@ -124,7 +124,7 @@ export async function runLimited(items, limit, fn) {
 }
 
 // compareKeys orders entities by (partitionKey, rowKey) with JS string
-// comparison, i.e. ordinal on UTF-16 code units (PROTOCOL §12).
+// comparison, i.e. ordinal on UTF-16 code units (docs/COMPATIBILITY.md §12).
 export function compareKeys(a, b) {
   if (a.partitionKey !== b.partitionKey) return a.partitionKey < b.partitionKey ? -1 : 1;
   if (a.rowKey !== b.rowKey) return a.rowKey < b.rowKey ? -1 : 1;

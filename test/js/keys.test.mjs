@@ -96,7 +96,7 @@ test("empty keys", async (t) => {
 test("keys sort ordinally (UTF-16 code units), across pages", async (t) => {
   const c = await newTable(t);
   // Upper before lower case, "10" before "9", a supplementary character
-  // (surrogate pair) before U+FF21 (PROTOCOL §12).
+  // (surrogate pair) before U+FF21 (docs/COMPATIBILITY.md §12).
   const rks = ["B", "a", "aa", "10", "9", "Z", "~", "é", "ÿ", "Ā", "日", "\uFF21", "😀", "\uE000", "A b", "A", ""];
   for (const r of rks) await c.createEntity({ partitionKey: "p", rowKey: r });
   const want = [...rks].sort();

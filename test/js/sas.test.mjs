@@ -1,12 +1,12 @@
 // Shared access signatures built with the SDK's own builders
-// (generateTableSas, generateAccountSas; PROTOCOL §8.5–8.6).
+// (generateTableSas, generateAccountSas; docs/COMPATIBILITY.md §10).
 //
 // SDK notes (@azure/data-tables 13.3.2):
 // * generateTableSas(tableName, credential, { permissions, startsOn,
 //   expiresOn, protocol, ipRange, identifier, startPartitionKey, startRowKey,
 //   endPartitionKey, endRowKey, version }) supports key ranges: it signs
 //   spk/srk/epk/erk and also puts them in the query string (unlike the Go
-//   SDK, PROTOCOL §8.5), so no hand-built parameters are needed.
+//   SDK, docs/COMPATIBILITY.md §10), so no hand-built parameters are needed.
 // * generateAccountSas(credential, { permissions, resourceTypes, services,
 //   startsOn, expiresOn, protocol, ipRange, version }); permissions take the
 //   letters r w d l a u only (no "c"); resourceTypes is a string ("sco");
@@ -129,7 +129,7 @@ test("table SAS: only entity operations, only on its own table", async (t) => {
   await c.deleteEntity("p", "r");
   assert.deepEqual(await collect(owner.listEntities()), []);
 
-  // ...but not on another table (PROTOCOL §8.5: 403 AuthorizationFailure).
+  // ...but not on another table (docs/COMPATIBILITY.md §10: 403 AuthorizationFailure).
   const wrong = sasTableClient(other.tableName, sas);
   await expectRestError(wrong.getEntity("p", "r"), 403, "AuthorizationFailure");
   await expectRestError(collect(wrong.listEntities()), 403, "AuthorizationFailure");

@@ -1,4 +1,4 @@
-// submitTransaction ($batch, PROTOCOL §6): every action type, all-or-nothing
+// submitTransaction ($batch, docs/COMPATIBILITY.md §8): every action type, all-or-nothing
 // failures with the failing index, the entity group rules and special keys.
 //
 // SDK notes (@azure/data-tables 13.3.2):
@@ -177,7 +177,7 @@ test("submitTransaction: update with a stale etag fails with 412", async (t) => 
   assert.equal((await c.getEntity("p", "r")).V, 2);
 });
 
-test("submitTransaction: a single failing operation has no index prefix (PROTOCOL §6.4)", async (t) => {
+test("submitTransaction: a single failing operation has no index prefix (docs/COMPATIBILITY.md §8)", async (t) => {
   const c = await newTable(t);
   await c.createEntity({ partitionKey: "p", rowKey: "exists" });
   const err = await expectRestError(

@@ -31,7 +31,7 @@ class ClientSideTest {
 
   @Test
   void tableSasCarriesTheKeyRange() {
-    // Unlike the Go SDK (PROTOCOL.md 8.5), the Java SDK puts the key range in the token.
+    // Unlike the Go SDK (docs/COMPATIBILITY.md §10), the Java SDK puts the key range in the token.
     TableClient t = new TableClientBuilder().connectionString("UseDevelopmentStorage=true")
         .tableName("mytable").buildClient();
     String sas = t.generateSas(new TableSasSignatureValues(
