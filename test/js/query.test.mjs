@@ -146,7 +146,7 @@ describe("listEntities over 2500 entities", () => {
     assert.ok(keys.every((e) => e.Num === undefined));
   });
 
-  test("select: a missing selected property is written as null (docs/COMPATIBILITY.md §7)", async () => {
+  test("select: a missing selected property is written as null (docs/COMPATIBILITY.md §5)", async () => {
     const raw = rawResponse();
     const filter = odata`PartitionKey eq ${"p1"} and RowKey eq ${rk(0)}`;
     const res = await collect(c.listEntities({ queryOptions: { filter, select: ["Num", "Missing"] }, onResponse: raw.cb }));
