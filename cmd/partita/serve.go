@@ -135,7 +135,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
 	fs.Int64Var(&c.MaxBodyMB, "max-body-mb", 64, "request bodies held in memory at once (MiB); a request reserves its Content-Length (or its operation's maximum, 4 MiB for $batch, when chunked) before its body is read, and one that finds no room within --queue-wait gets 503 ServerBusy")
-	fs.IntVar(&c.ClientShare, "client-share", 50, "percentage of --max-inflight and of --max-body-mb that one shared access signature may hold, and one account when more than one is configured; the rest stays for the others")
+	fs.IntVar(&c.ClientShare, "client-share", 50, "percentage of --max-inflight and of --max-body-mb that one account may hold when more than one is configured, and that one shared access signature may hold of its account's part; the rest stays for the others")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this time plus its length at --body-min-rate-kb, or the request gets 400 InvalidInput and its connection is closed")
 	fs.Int64Var(&c.BodyMinRateKB, "body-min-rate-kb", 64, "the slowest rate (KiB/s) a request body is waited for, on top of --body-timeout")
 	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")

@@ -41,9 +41,9 @@ type Options struct {
 	// 503 ServerBusy with Retry-After.
 	MaxBodyBytes int64
 	// ClientShare is the percentage (default 50) of the request slots
-	// and of MaxBodyBytes that one shared access signature may hold, and
-	// one account when more than one is configured, so that a client
-	// cannot starve the others.
+	// and of MaxBodyBytes that one account may hold when more than one is
+	// configured, and that one shared access signature may hold of its
+	// account's part, so that a client cannot starve the others.
 	ClientShare int
 	// BodyTimeout and BodyMinRate bound how long a body may take to
 	// arrive: BodyTimeout plus its length at BodyMinRate bytes a second
