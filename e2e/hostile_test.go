@@ -452,3 +452,57 @@ func TestHostile_ManyLargeBatches(t *testing.T) {
 		t.Errorf("peak RSS %d MB with %d maximum-size batches, want < 500 MB", peak/1024, clients)
 	}
 }
+
+// TestHostile_SlowBodyDeadline: a body that arrives slower than
+// --body-min-rate-kb is given up on after --body-timeout plus its length at
+// that rate (here about 10 s on the defaults) with 400 InvalidInput and a
+// closed connection, and nothing is written. Before the fix only the
+// 2-minute read timeout ended it.
+func TestHostile_SlowBodyDeadline(t *testing.T) {
+	s := StartServer(t, "")
+	const tbl = "slowbody"
+	if _, err := serviceClient(t, s).CreateTable(ctx, tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	host := serverHost(s)
+	c, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	path := "/" + devAccount + "/" + tbl
+	h := liteHeaders(devAccount, devKey, path)
+	h["Content-Type"] = "application/json"
+	body := `{"PartitionKey":"p","RowKey":"r","D":"` + strings.Repeat("x", 900) + `"}`
+	if err := sendHead(c, host, "POST", path, h, int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // a byte every 100 ms: about 10 bytes a second
+		for i := 0; i < len(body); i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := c.Write([]byte{body[i]}); err != nil {
+				return
+			}
+		}
+	}()
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickling body after %v: %v", time.Since(start), err)
+	}
+	resp.Body.Close()
+	t.Logf("trickling body refused after %v", time.Since(start))
+	if resp.StatusCode != 400 || resp.Header.Get("x-ms-error-code") != "InvalidInput" || !resp.Close {
+		t.Errorf("trickling body: %d %s (close %v), want 400 InvalidInput and a closed connection", resp.StatusCode, resp.Header.Get("x-ms-error-code"), resp.Close)
+	}
+	if _, err := serviceClient(t, s).NewClient(tbl).GetEntity(ctx, "p", "r", nil); codeOf(err) != "404 ResourceNotFound" {
+		t.Errorf("entity of a trickling body: %s, want 404 ResourceNotFound", codeOf(err))
+	}
+}
