@@ -223,9 +223,9 @@ func rawExchange(t *testing.T, s *Server, method, target string, h map[string]st
 }
 
 // TestHostile_RefusedBodiesAreNotRead: a request that is not authenticated,
-// or whose SAS cannot allow it, is answered as soon as its headers are in,
-// without waiting for a body that never comes, and its connection is
-// closed. Before the fix each of these waited for the body (the server's
+// whose SAS cannot allow it, or whose declared body is over the limit, is
+// answered as soon as its headers are in, without waiting for a body that
+// never comes, and its connection is closed. Before the fix each of these waited for the body (the server's
 // 2-minute read timeout).
 func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 	s := StartServer(t, "")
@@ -236,6 +236,8 @@ func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 	readOnly := sasSpec{table: tbl, perms: "r"}.build(t)
 	badSig := liteHeaders(devAccount, devKey, "/"+devAccount+"/elsewhere")
 	badSig["Content-Type"] = "application/json"
+	signed := liteHeaders(devAccount, devKey, "/"+devAccount+"/"+tbl)
+	signed["Content-Type"] = "application/json"
 	json := map[string]string{"Content-Type": "application/json", "x-ms-version": "2019-02-02"}
 	batch := map[string]string{"Content-Type": "multipart/mixed; boundary=batch_x", "x-ms-version": "2019-02-02"}
 	for _, tc := range []struct {
@@ -245,6 +247,8 @@ func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 		want                 string
 	}{
 		{"bad signature", "POST", "/" + devAccount + "/" + tbl, badSig, 100000, "403 AuthenticationFailed"},
+		{"bad signature, 1 GiB declared", "POST", "/" + devAccount + "/" + tbl, badSig, 1 << 30, "403 AuthenticationFailed"},
+		{"signed, 1 GiB declared", "POST", "/" + devAccount + "/" + tbl, signed, 1 << 30, "413 RequestBodyTooLarge"},
 		{"no credentials", "PUT", "/" + devAccount + "/" + tbl + "(PartitionKey='p',RowKey='r')", json, 100000, "403 AuthenticationFailed"},
 		{"read-only SAS batch", "POST", "/" + devAccount + "/$batch?" + readOnly, batch, 4 << 20, "403 AuthorizationPermissionMismatch"},
 		{"read-only SAS batch under 256 KiB", "POST", "/" + devAccount + "/$batch?" + readOnly, batch, 200 << 10, "403 AuthorizationPermissionMismatch"},
