@@ -268,6 +268,26 @@ func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 			t.Errorf("%s: connection kept open with an unread body", tc.name)
 		}
 	}
+	// What a read-only SAS may send as a batch, a retrieve batch, still works.
+	if _, err := serviceClient(t, s).NewClient(tbl).AddEntity(ctx, []byte(`{"PartitionKey":"p","RowKey":"r"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	retrieve := strings.Join([]string{"--batch_x", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "",
+		"GET " + s.Endpoint() + "/" + tbl + "(PartitionKey='p',RowKey='r') HTTP/1.1", "Accept: application/json;odata=minimalmetadata", "", "",
+		"--batch_x--", ""}, "\r\n")
+	req, _ := http.NewRequest("POST", s.Endpoint()+"/$batch?"+readOnly, strings.NewReader(retrieve))
+	for k, v := range batch {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || !strings.Contains(string(b), "HTTP/1.1 200") {
+		t.Errorf("retrieve batch with a read-only SAS: %d %s", resp.StatusCode, b)
+	}
 }
 
 // TestHostile_ShortBody: a body that ends before its Content-Length is a
