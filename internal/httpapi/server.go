@@ -280,12 +280,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if r.Method == http.MethodOptions {
 		return s.handlePreflight(w, r, rc)
 	}
-	// Who sent the request is established from its headers and URL
-	// alone, before it takes a slot or has its body read.
+	// Who sent the request, and whether a SAS may do what it asks, are
+	// established from its headers and URL alone, before it takes a slot
+	// or has its body read.
 	if err := s.authenticate(r, rc, rawPath, q, signing); err != nil {
 		return err
 	}
 	s.corsHeaders(w, r, rc)
+	if err := s.preauthorize(r, rc); err != nil {
+		return err
+	}
 	claims := s.claims(rc, s.slots)
 	if !s.slots.take(1, s.queueWait, claims...) {
 		return errBusy(w)
