@@ -114,9 +114,9 @@ type reqCtx struct {
 	sas *auth.SAS
 	// secondary is set when the request addressed the -secondary endpoint.
 	secondary bool
-	// bodyPending is set while the request has a body that was not read
-	// to its end; its response then closes the connection, so that
-	// net/http does not read what the handler refused.
+	// bodyPending is set while an HTTP/1 request has a body that was not
+	// read to its end; an error response then closes the connection, so
+	// that net/http does not read what the handler refused.
 	bodyPending bool
 	// bodyHeld is what the request reserved of the body budget, under
 	// bodyClaims, until it ends.
@@ -227,7 +227,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get(hdrClientReqID); id != "" {
 		h[hdrClientReqID] = []string{id}
 	}
-	rc.bodyPending = r.ContentLength != 0
+	// HTTP/2 resets the stream of an unread body by itself, and would take
+	// Connection: close as a shutdown of every stream of the connection.
+	rc.bodyPending = r.ContentLength != 0 && r.ProtoMajor < 2
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
