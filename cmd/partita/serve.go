@@ -63,6 +63,13 @@ type Config struct {
 	// MaxInFlight and QueueWait bound concurrent requests (overload → 503).
 	MaxInFlight int
 	QueueWait   time.Duration
+	// MaxBodyMB, ClientShare, BodyTimeout and BodyMinRateKB bound request
+	// bodies: bytes in memory at once, one client's share of them and of
+	// the slots, and how slowly a body may arrive.
+	MaxBodyMB     int64
+	ClientShare   int
+	BodyTimeout   time.Duration
+	BodyMinRateKB int64
 	// GCPercent and GoMemLimitMB tune Go's garbage collector (GOGC and
 	// GOMEMLIMIT give their defaults); negative leaves Go's own setting.
 	GCPercent    int64
@@ -137,6 +144,10 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
 	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
+	fs.Int64Var(&c.MaxBodyMB, "max-body-mb", 64, "request bodies held in memory at once (MiB); a request reserves its Content-Length (or its operation's maximum, 4 MiB for $batch, when chunked) before its body is read, and one that finds no room within --queue-wait gets 503 ServerBusy")
+	fs.IntVar(&c.ClientShare, "client-share", 50, "percentage of --max-inflight and of --max-body-mb that one account may hold when more than one is configured, and that one shared access signature may hold of its account's part; the rest stays for the others")
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this time plus its length at --body-min-rate-kb, or the request gets 400 InvalidInput and its connection is closed")
+	fs.Int64Var(&c.BodyMinRateKB, "body-min-rate-kb", 64, "the slowest rate (KiB/s) a request body is waited for, on top of --body-timeout")
 	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
 	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case")
@@ -156,6 +167,12 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	}
 	if (c.Cert == "") != (c.Key == "") {
 		return c, errors.New("--cert and --key go together")
+	}
+	if c.ClientShare < 1 || c.ClientShare > 100 {
+		return c, fmt.Errorf("--client-share %d: want a percentage from 1 to 100", c.ClientShare)
+	}
+	if c.MaxBodyMB < 1 || c.BodyTimeout <= 0 || c.BodyMinRateKB < 1 {
+		return c, errors.New("--max-body-mb, --body-timeout and --body-min-rate-kb must be positive")
 	}
 	return c, nil
 }
@@ -250,7 +267,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait}),
+		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10}),
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,

@@ -31,9 +31,22 @@ var runtimeCodes = map[partita.Code]bool{
 	partita.CodeEntityAlreadyExists:         true,
 }
 
+// maxRetrieveBatchBody bounds the body of a batch sent with a shared
+// access signature that allows no write: only a retrieve batch (one GET,
+// PROTOCOL §6.5) can then succeed, and its body is a few hundred bytes.
+const maxRetrieveBatchBody = 64 << 10
+
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	body, err := readBody(w, r, partita.MaxBatchBodyBytes)
+	limit, noWrite := s.batchLimit(rc)
+	if noWrite != nil && (limit == 0 || r.ContentLength > limit) {
+		return noWrite
+	}
+	body, err := s.readBody(w, r, rc, limit)
 	if err != nil {
+		var mb *http.MaxBytesError
+		if noWrite != nil && errors.As(err, &mb) {
+			return noWrite
+		}
 		return err
 	}
 	b, err := changeset.Decode(r.Header.Get("Content-Type"), body, partita.MaxBatchOperations)
@@ -198,6 +211,33 @@ func subTarget(target, defHost string) (host, rawPath, rawQuery string) {
 }
 
 // decodeBatchOp turns one sub-request into a write operation.
+// batchLimit decides from the URL and the SAS, before the body is read,
+// how large the body may be. A SAS that allows no write on its table
+// could at most run a retrieve batch: the limit is then
+// maxRetrieveBatchBody, and noWrite is the error a changeset gets (the
+// refusal of an insert). A SAS that allows neither gets that error at
+// once, as would every batch it could send. Every operation is checked
+// again once the body is parsed.
+func (s *Server) batchLimit(rc *reqCtx) (limit int64, noWrite error) {
+	if rc.sas == nil {
+		return partita.MaxBatchBodyBytes, nil
+	}
+	table := rc.sas.Table // a service SAS names it; an account SAS ignores it
+	for _, op := range []auth.Operation{auth.OpInsertEntity, auth.OpUpdateEntity, auth.OpDeleteEntity} {
+		err := rc.authorize(op, table)
+		if err == nil {
+			return partita.MaxBatchBodyBytes, nil
+		}
+		if noWrite == nil {
+			noWrite = err
+		}
+	}
+	if rc.authorize(auth.OpGetEntity, table) != nil {
+		return 0, noWrite
+	}
+	return maxRetrieveBatchBody, noWrite
+}
+
 func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Request) (batchOp, error) {
 	var o batchOp
 	o.contentID = sr.ContentID

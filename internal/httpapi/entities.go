@@ -55,7 +55,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	if err := rc.authorize(auth.OpInsertEntity, table); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, maxEntityBody)
+	body, err := s.readBody(w, r, rc, maxEntityBody)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if err := rc.authorizeKey(key); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, maxEntityBody)
+	body, err := s.readBody(w, r, rc, maxEntityBody)
 	if err != nil {
 		return err
 	}

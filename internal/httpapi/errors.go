@@ -108,6 +108,11 @@ func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 	}
 	h := w.Header()
 	h.Del("Cache-Control")
+	if rc.bodyPending {
+		// The body was refused unread (or read in part): close the
+		// connection rather than let net/http read the rest of it.
+		h.Set("Connection", "close")
+	}
 	h.Set("x-ms-error-code", string(code))
 	ticks := edm.TicksFromTime(s.now())
 	if rc.xml {

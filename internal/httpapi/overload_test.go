@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -116,4 +117,55 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestServer_RefusedSASTakesNoSlot: a request whose SAS cannot allow it is
+// refused from its method and URL even when every slot is taken, instead
+// of waiting for one and getting 503.
+func TestServer_RefusedSASTakesNoSlot(t *testing.T) {
+	ts, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := &blockingStore{Store: ts, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	s := New(Options{Store: bs, Accounts: kr, MaxInFlight: 1, QueueWait: 5 * time.Second})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.ServeHTTP(httptest.NewRecorder(), signedRequest(t, "GET", "/devstoreaccount1/Tables"))
+	}()
+	<-bs.entered // the only slot is taken
+	defer func() { close(bs.release); <-done }()
+
+	sas := &auth.SAS{Kind: auth.ServiceSAS, Version: "2019-02-02", Permissions: "r", Expiry: "2099-01-01T00:00:00Z", Table: "t"}
+	sas.Signature = auth.Sign(kr["devstoreaccount1"].Keys[0], sas.StringToSign("devstoreaccount1"))
+	q := "?" + sas.Encode().Encode()
+	for _, tt := range []struct {
+		name, method, path, body, code string
+	}{
+		{"insert", "POST", "/devstoreaccount1/t", `{"PartitionKey":"p","RowKey":"r"}`, "AuthorizationPermissionMismatch"},
+		{"delete", "DELETE", "/devstoreaccount1/t(PartitionKey='p',RowKey='r')", "", "AuthorizationPermissionMismatch"},
+		{"upsert", "PUT", "/devstoreaccount1/t(PartitionKey='p',RowKey='r')", `{}`, "AuthorizationPermissionMismatch"},
+		{"batch larger than a retrieve batch", "POST", "/devstoreaccount1/$batch", strings.Repeat("-", 70<<10), "AuthorizationPermissionMismatch"},
+		{"other table", "GET", "/devstoreaccount1/u()", "", "AuthorizationFailure"},
+		{"create table", "POST", "/devstoreaccount1/Tables", `{"TableName":"x"}`, "AuthorizationFailure"},
+		{"set ACL", "PUT", "/devstoreaccount1/t?comp=acl", "<SignedIdentifiers/>", "AuthorizationFailure"},
+	} {
+		var body io.Reader
+		if tt.body != "" {
+			body = strings.NewReader(tt.body)
+		}
+		path := tt.path
+		if strings.Contains(path, "?") {
+			path += "&" + q[1:]
+		} else {
+			path += q
+		}
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(tt.method, "http://127.0.0.1:10002"+path, body))
+		if w.Code != 403 || w.Header().Get("x-ms-error-code") != tt.code {
+			t.Errorf("%s: %d %s, want 403 %s", tt.name, w.Code, w.Header().Get("x-ms-error-code"), tt.code)
+		}
+	}
 }

@@ -6,6 +6,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -33,6 +34,22 @@ type Options struct {
 	// 503 ServerBusy with Retry-After, which every SDK retries.
 	MaxInFlight int
 	QueueWait   time.Duration
+	// MaxBodyBytes bounds the request bodies held in memory at once
+	// (default 64 MiB). A request reserves its Content-Length (its
+	// operation's maximum when the length is not declared) before its
+	// body is read; one that finds no room within QueueWait gets
+	// 503 ServerBusy with Retry-After.
+	MaxBodyBytes int64
+	// ClientShare is the percentage (default 50) of the request slots
+	// and of MaxBodyBytes that one account may hold when more than one is
+	// configured, and that one shared access signature may hold of its
+	// account's part, so that a client cannot starve the others.
+	ClientShare int
+	// BodyTimeout and BodyMinRate bound how long a body may take to
+	// arrive: BodyTimeout plus its length at BodyMinRate bytes a second
+	// (defaults 10s and 64 KiB/s).
+	BodyTimeout time.Duration
+	BodyMinRate int64
 }
 
 // Server serves the Table REST API.
@@ -41,15 +58,20 @@ type Server struct {
 	keys      auth.Keyring
 	log       *slog.Logger
 	now       func() time.Time
-	slots     chan struct{}
+	slots     *budget // requests in flight
+	bodies    *budget // request-body bytes in memory
+	share     int
 	queueWait time.Duration
+	bodyWait  time.Duration
+	bodyRate  int64
 	date      atomic.Pointer[cachedDate]
 	corsCache corsCache // the accounts' CORS rules, for corsHeaders
 }
 
 // New returns a Server.
 func New(o Options) *Server {
-	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait}
+	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait,
+		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -59,7 +81,20 @@ func New(o Options) *Server {
 	if s.queueWait <= 0 {
 		s.queueWait = time.Second
 	}
-	s.slots = make(chan struct{}, o.MaxInFlight)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 64 << 20
+	}
+	if s.share <= 0 || s.share > 100 {
+		s.share = 50
+	}
+	if s.bodyWait <= 0 {
+		s.bodyWait = 10 * time.Second
+	}
+	if s.bodyRate <= 0 {
+		s.bodyRate = 64 << 10
+	}
+	s.slots = newBudget(int64(o.MaxInFlight))
+	s.bodies = newBudget(o.MaxBodyBytes)
 	return s
 }
 
@@ -80,6 +115,14 @@ type reqCtx struct {
 	sas *auth.SAS
 	// secondary is set when the request addressed the -secondary endpoint.
 	secondary bool
+	// bodyPending is set while an HTTP/1 request has a body that was not
+	// read to its end; an error response then closes the connection, so
+	// that net/http does not read what the handler refused.
+	bodyPending bool
+	// bodyHeld is what the request reserved of the body budget, under
+	// bodyClaims, until it ends.
+	bodyHeld   int64
+	bodyClaims []claim
 }
 
 func newRequestID() string {
@@ -185,12 +228,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id := r.Header.Get(hdrClientReqID); id != "" {
 		h[hdrClientReqID] = []string{id}
 	}
-	if !s.acquire() {
-		w.Header().Set("Retry-After", "1")
-		s.writeError(w, rc, partita.NewError(partita.CodeServerBusy, partita.MsgServerBusy))
-		return
-	}
-	defer func() { <-s.slots }()
+	// HTTP/2 resets the stream of an unread body by itself, and would take
+	// Connection: close as a shutdown of every stream of the connection.
+	rc.bodyPending = r.ContentLength != 0 && r.ProtoMajor < 2
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -201,23 +241,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	if err := s.serve(w, r, rc, version); err != nil {
 		s.writeError(w, rc, err)
-	}
-}
-
-// acquire takes a request slot, waiting at most queueWait.
-func (s *Server) acquire() bool {
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTimer(s.queueWait)
-	defer t.Stop()
-	select {
-	case s.slots <- struct{}{}:
-		return true
-	case <-t.C:
-		return false
 	}
 }
 
@@ -260,11 +283,51 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if r.Method == http.MethodOptions {
 		return s.handlePreflight(w, r, rc)
 	}
+	// Who sent the request, and whether a SAS may do what it asks, are
+	// established from its headers and URL alone, before it takes a slot
+	// or has its body read.
 	if err := s.authenticate(r, rc, rawPath, q, signing); err != nil {
 		return err
 	}
 	s.corsHeaders(w, r, rc)
+	if err := s.preauthorize(r, rc); err != nil {
+		return err
+	}
+	claims := s.claims(rc, s.slots)
+	if !s.slots.take(1, s.queueWait, claims...) {
+		return errBusy(w)
+	}
+	defer s.slots.give(1, claims...)
+	defer func() {
+		if rc.bodyHeld > 0 {
+			s.bodies.give(rc.bodyHeld, rc.bodyClaims...)
+		}
+	}()
 	return s.route(w, r, rc)
+}
+
+// errBusy is 503 ServerBusy with Retry-After, which every SDK retries.
+func errBusy(w http.ResponseWriter) error {
+	w.Header().Set("Retry-After", "1")
+	return partita.NewError(partita.CodeServerBusy, partita.MsgServerBusy)
+}
+
+// claims are the principals a request counts against in b: its account
+// when there is more than one, which may hold the client share of b, and
+// its shared access signature, which may hold the client share of what
+// its account may (so the account's key holder keeps the rest). Both are
+// authenticated, so clients cannot make up new ones.
+func (s *Server) claims(rc *reqCtx, b *budget) []claim {
+	limit := b.capacity
+	var cs []claim
+	if len(s.keys) > 1 {
+		limit = share(limit, s.share)
+		cs = append(cs, claim{key: "a/" + rc.account, limit: limit})
+	}
+	if rc.sas != nil {
+		cs = append(cs, claim{key: "s/" + rc.account + "/" + rc.sas.Signature, limit: share(limit, s.share)})
+	}
+	return cs
 }
 
 // negotiate picks the JSON metadata level from $format or, without it,
@@ -286,9 +349,51 @@ func negotiate(accept string, q url.Values) (wire.Metadata, error) {
 	return wire.MinimalMetadata, nil
 }
 
-// readBody reads at most limit bytes of the request body, into a buffer
+// readBody reads the request body, at most limit bytes. It first
+// reserves the body's bytes in the body budget (503 ServerBusy when they
+// do not fit within the queue wait), and gives the body a read deadline
+// that grows with its length. A body that ends early or arrives too late
+// is 400 InvalidInput; one over limit is 413 RequestBodyTooLarge, without
+// reading it when Content-Length says so.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, rc *reqCtx, limit int64) ([]byte, error) {
+	n := r.ContentLength
+	if n == 0 {
+		return []byte{}, nil
+	}
+	if n > limit {
+		return nil, &http.MaxBytesError{Limit: limit}
+	}
+	reserve := n
+	if n < 0 {
+		reserve = limit
+	}
+	if rc.bodyHeld == 0 {
+		claims := s.claims(rc, s.bodies)
+		if !s.bodies.take(reserve, s.queueWait, claims...) {
+			return nil, errBusy(w)
+		}
+		rc.bodyHeld, rc.bodyClaims = reserve, claims
+	}
+	ctl := http.NewResponseController(w)
+	ctl.SetReadDeadline(time.Now().Add(s.bodyWait + time.Duration(reserve*int64(time.Second)/s.bodyRate)))
+	body, err := readAll(w, r, limit)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, err
+		}
+		return nil, &partita.Error{Code: partita.CodeInvalidInput, Message: partita.MsgInvalidInput, Err: err}
+	}
+	// The body is in; the rest of the request has no read deadline (a
+	// lapsed one would cancel the request's context).
+	ctl.SetReadDeadline(time.Time{})
+	rc.bodyPending = false
+	return body, nil
+}
+
+// readAll reads at most limit bytes of the request body, into a buffer
 // sized from Content-Length when the client sent one.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+func readAll(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
 		buf := make([]byte, n, n+1)

@@ -50,7 +50,7 @@ func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCt
 		if err := rc.authorize(auth.OpSetServiceProperties, ""); err != nil {
 			return err
 		}
-		body, err := readBody(w, r, 1<<20)
+		body, err := s.readBody(w, r, rc, 1<<20)
 		if err != nil {
 			return err
 		}
@@ -113,7 +113,7 @@ func (s *Server) handleTableACL(w http.ResponseWriter, r *http.Request, rc *reqC
 		if err := rc.authorize(auth.OpSetTableACL, table); err != nil {
 			return err
 		}
-		body, err := readBody(w, r, 1<<20)
+		body, err := s.readBody(w, r, rc, 1<<20)
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,13 @@ func appendTable(b []byte, rc *reqCtx, name string, element bool) []byte {
 }
 
 func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	body, err := readBody(w, r, 64<<10)
+	// The table's name is in the body, but whether a SAS may create
+	// tables at all is not: refuse before reading it. (A service SAS
+	// never may; an account SAS's table is not checked.)
+	if err := rc.authorize(auth.OpCreateTable, ""); err != nil {
+		return err
+	}
+	body, err := s.readBody(w, r, rc, 64<<10)
 	if err != nil {
 		return err
 	}
