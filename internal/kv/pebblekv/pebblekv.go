@@ -95,14 +95,10 @@ func Open(dir string, o *Options) (*DB, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	// Values of 256 bytes or more (most entities) go to blob files that
-	// compactions reference instead of rewriting: with ~1 KiB entities the
-	// LSM's rewriting was a third of the server's CPU under $batch load, and
-	// separation raised batch throughput by ~35% (docs/PERFORMANCE.md).
-	// It needs the newest format and columnar blocks; an older store is
-	// ratcheted up when opened.
-	po.FormatMajorVersion = pebble.FormatNewest
-	po.Experimental.EnableColumnarBlocks = func() bool { return true }
+	// The on-disk format is named, not FormatNewest: a newer Pebble must not
+	// move the format of users' directories just because it was linked in.
+	// Columnar blocks are Pebble's default at this format and not set here.
+	po.FormatMajorVersion = formatMajorVersion
 	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
 		return pebble.ValueSeparationPolicy{
 			Enabled:               true,
@@ -113,10 +109,18 @@ func Open(dir string, o *Options) (*DB, error) {
 		}
 	}
 	po.EnsureDefaults()
+	if err := checkStoreVersion(po.FS, dir); err != nil {
+		cache.Unref()
+		return nil, err
+	}
 	db, err := pebble.Open(dir, po)
 	cache.Unref() // the DB holds its own reference
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
+	}
+	if err := writeStoreVersion(po.FS, dir); err != nil {
+		db.Close()
+		return nil, err
 	}
 	wo := pebble.Sync
 	if o.NoSync {
