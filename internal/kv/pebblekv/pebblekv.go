@@ -55,10 +55,10 @@ type Options struct {
 // reference instead of rewriting. What it buys, side by side in this
 // package's benchmarks (docs/PERFORMANCE.md, "Value separation, side by
 // side"): a table scan after each entity has been rewritten 17 times costs
-// 250–430 ns of CPU per entity instead of 1.7–2.2 µs (without it every dead
+// 270–620 ns of CPU per entity instead of 1.7–2.2 µs (without it every dead
 // version's value sits inline in the sstables the scan walks through), and
 // point gets on that table are as fast or faster (1.5–1.6 M/s against
-// 0.8–1.4 M/s). Earlier, at the server, it raised $batch throughput by
+// 0.8–1.5 M/s). Earlier, at the server, it raised $batch throughput by
 // ~35% (docs/PERFORMANCE.md, "What each change bought"). Blob files are
 // part of the store's format (StoreVersion 1): directories written with it
 // must stay readable whatever this policy becomes.
