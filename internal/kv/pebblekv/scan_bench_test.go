@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +25,9 @@ import (
 //
 //	go test ./internal/kv/pebblekv -run '^$' -bench 'Scan|PointGet|Insert1x1K|Batch100x1K' -count 6 | tee /tmp/vs.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /valuesep /tmp/vs.txt
+//
+// For experiments, PARTITA_BENCH_MEMTABLE_MB sets the memtable size and
+// PARTITA_VALUESEP the policy's fields (export_test.go).
 
 const (
 	benchN        = 20000
@@ -93,7 +98,11 @@ func loadTable(b *testing.B, db kv.DB, rewrites int) {
 
 func openBench(b *testing.B, noSync bool) *pebblekv.DB {
 	b.Helper()
-	db, err := pebblekv.Open(b.TempDir(), &pebblekv.Options{NoSync: noSync, MinFreeBytes: -1})
+	o := &pebblekv.Options{NoSync: noSync, MinFreeBytes: -1}
+	if mb, err := strconv.Atoi(os.Getenv("PARTITA_BENCH_MEMTABLE_MB")); err == nil { // experiments
+		o.MemTableSize = uint64(mb) << 20
+	}
+	db, err := pebblekv.Open(b.TempDir(), o)
 	if err != nil {
 		b.Fatal(err)
 	}
