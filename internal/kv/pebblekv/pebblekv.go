@@ -67,6 +67,29 @@ var ErrInUse = errors.New("in use by another partita process")
 // fails for want of space or permission: Pebble would retry forever.
 var ErrCannotRecover = errors.New("cannot recover the store")
 
+// valueSeparation is the policy of Open (benchmarks replace it:
+// export_test.go). Pebble v2.1 lists value separation under
+// Options.Experimental; CockroachDB, Pebble's own production user, turns it
+// on by default since v25.4 (storage.value_separation.enabled). Values of
+// 256 bytes or more (most entities) go to blob files that compactions
+// reference instead of rewriting. What it buys, side by side in this
+// package's benchmarks (docs/PERFORMANCE.md, "Value separation, side by
+// side"): a table scan after each entity has been rewritten 17 times costs
+// 270–620 ns of CPU per entity instead of 1.7–2.2 µs (without it every dead
+// version's value sits inline in the sstables the scan walks through), and
+// point gets on that table are as fast or faster (1.5–1.6 M/s against
+// 0.8–1.5 M/s). Earlier, at the server, it raised $batch throughput by
+// ~35% (docs/PERFORMANCE.md, "What each change bought"). Blob files are
+// part of the store's format (StoreVersion 1): directories written with it
+// must stay readable whatever this policy becomes.
+var valueSeparation = pebble.ValueSeparationPolicy{
+	Enabled:               true,
+	MinimumSize:           256,
+	MaxBlobReferenceDepth: 10,
+	RewriteMinimumAge:     5 * time.Minute,
+	TargetGarbageRatio:    0.2,
+}
+
 // ErrLowDiskSpace is wrapped (with kv.ErrUnavailable) by writes refused
 // because the disk is nearly full.
 var ErrLowDiskSpace = errors.New("pebblekv: free disk space below the minimum")
@@ -123,24 +146,19 @@ func Open(dir string, o *Options) (*DB, error) {
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
-	// Values of 256 bytes or more (most entities) go to blob files that
-	// compactions reference instead of rewriting: with ~1 KiB entities the
-	// LSM's rewriting was a third of the server's CPU under $batch load, and
-	// separation raised batch throughput by ~35% (docs/PERFORMANCE.md).
-	// It needs the newest format and columnar blocks; an older store is
-	// ratcheted up when opened.
-	po.FormatMajorVersion = pebble.FormatNewest
-	po.Experimental.EnableColumnarBlocks = func() bool { return true }
-	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy {
-		return pebble.ValueSeparationPolicy{
-			Enabled:               true,
-			MinimumSize:           256,
-			MaxBlobReferenceDepth: 10,
-			RewriteMinimumAge:     5 * time.Minute,
-			TargetGarbageRatio:    0.2,
-		}
-	}
+	// The on-disk format is named, not FormatNewest: a newer Pebble must not
+	// move the format of users' directories just because it was linked in.
+	// Columnar blocks (Options.Experimental.EnableColumnarBlocks) are not
+	// set here: EnsureDefaults turns them on, Pebble v2's default at this
+	// format, and value separation needs them.
+	po.FormatMajorVersion = formatMajorVersion
+	vs := valueSeparation
+	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return vs }
 	po.EnsureDefaults()
+	if err := checkStoreVersion(po.FS, dir); err != nil {
+		cache.Unref()
+		return nil, err
+	}
 	fatal.guardOff = o.MinFreeBytes < 0
 	db, err := openPebble(dir, po, fatal)
 	cache.Unref() // the DB holds its own reference
@@ -149,6 +167,10 @@ func Open(dir string, o *Options) (*DB, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
+	}
+	if err := writeStoreVersion(po.FS, dir); err != nil {
+		db.Close()
+		return nil, err
 	}
 	wo := pebble.Sync
 	if o.NoSync {

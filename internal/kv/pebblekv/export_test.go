@@ -1,0 +1,45 @@
+package pebblekv
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// SetValueSeparation switches value separation for the stores opened
+// until restore is called (benchmarks compare both). PARTITA_VALUESEP
+// overrides fields of the policy that on uses, for experiments:
+// "depth=3,age=0s,garbage=0.1,min=256".
+func SetValueSeparation(on bool) (restore func()) {
+	old := valueSeparation
+	if !on {
+		valueSeparation = pebble.ValueSeparationPolicy{}
+	}
+	for _, kv := range strings.Split(os.Getenv("PARTITA_VALUESEP"), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		if !on || k == "" {
+			continue
+		}
+		switch k {
+		case "depth":
+			valueSeparation.MaxBlobReferenceDepth, _ = strconv.Atoi(v)
+		case "age":
+			valueSeparation.RewriteMinimumAge, _ = time.ParseDuration(v)
+		case "garbage":
+			valueSeparation.TargetGarbageRatio, _ = strconv.ParseFloat(v, 64)
+		case "min":
+			valueSeparation.MinimumSize, _ = strconv.Atoi(v)
+		default:
+			panic("PARTITA_VALUESEP: unknown field " + k)
+		}
+	}
+	return func() { valueSeparation = old }
+}
+
+// IterStats returns the Pebble statistics of an iterator of this engine.
+func IterStats(it interface{ Close() error }) pebble.IteratorStats {
+	return it.(iter).Stats()
+}

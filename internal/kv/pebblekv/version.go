@@ -1,0 +1,111 @@
+package pebblekv
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// StoreVersion is the version of the data directory's format that this
+// build reads and writes: Pebble's format major version (formatMajorVersion)
+// together with tablestore's key layout. It is recorded in the file
+// StoreVersionFile of the data directory. A release that changes either
+// raises it, keeps opening every older version (the upgrade test in
+// internal/tablestore opens the directories of earlier releases), and an
+// older release refuses to open the directory (ErrNewerStore).
+//
+// Version 1: Pebble format FormatValueSeparation (Pebble v2.1.7's
+// FormatNewest, which every directory written before the version file
+// existed was opened with), tablestore's layout as of 2026-11.
+const StoreVersion = 1
+
+// formatMajorVersion is the Pebble format major version that StoreVersion
+// uses. Pebble only ratchets a directory's format up; a lower value here
+// would not downgrade existing directories, a higher one is a new
+// StoreVersion.
+const formatMajorVersion = pebble.FormatValueSeparation
+
+// StoreVersionFile is the name, in the data directory, of the file that
+// records the store version ("partita store version N\n").
+const StoreVersionFile = "PARTITA-STORE-VERSION"
+
+const versionPrefix = "partita store version "
+
+// ErrNewerStore is wrapped by Open when the data directory was written by a
+// newer partita, with a store version this build does not understand.
+var ErrNewerStore = errors.New("pebblekv: data directory written by a newer partita")
+
+// checkStoreVersion refuses a directory whose recorded store version is
+// newer than StoreVersion. A directory without the file is new, or was
+// written before the file existed (version 1).
+func checkStoreVersion(fsys vfs.FS, dir string) error {
+	f, err := fsys.Open(fsys.PathJoin(dir, StoreVersionFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pebblekv: read store version: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return fmt.Errorf("pebblekv: read store version: %w", err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, versionPrefix), 10, 32)
+	if !strings.HasPrefix(s, versionPrefix) || err != nil || v == 0 {
+		return fmt.Errorf("pebblekv: %s: not a store version: %q", fsys.PathJoin(dir, StoreVersionFile), b)
+	}
+	if v > StoreVersion {
+		return fmt.Errorf("%w: %s is at store version %d, and this partita understands store versions up to %d; run a partita release that supports store version %d",
+			ErrNewerStore, dir, v, StoreVersion, v)
+	}
+	return nil
+}
+
+// writeStoreVersion records StoreVersion in dir (which Pebble has created),
+// unless it is already there: a temporary file, synced, renamed over the
+// old one, and the directory synced.
+func writeStoreVersion(fsys vfs.FS, dir string) error {
+	name := fsys.PathJoin(dir, StoreVersionFile)
+	want := versionPrefix + strconv.Itoa(StoreVersion) + "\n"
+	if f, err := fsys.Open(name); err == nil {
+		b, err := io.ReadAll(io.LimitReader(f, 256))
+		f.Close()
+		if err == nil && string(b) == want {
+			return nil
+		}
+	}
+	tmp := name + ".tmp"
+	f, err := fsys.Create(tmp, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("pebblekv: write store version: %w", err)
+	}
+	_, err = io.WriteString(f, want)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = fsys.Rename(tmp, name)
+	}
+	if err == nil {
+		var d vfs.File
+		if d, err = fsys.OpenDir(dir); err == nil {
+			err = d.Sync()
+			d.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("pebblekv: write store version: %w", err)
+	}
+	return nil
+}
