@@ -232,6 +232,7 @@ func TestBackupBadInput(t *testing.T) {
 		{"target is a file", []string{"backup", "--admin", s.AdminURL, "--to", file}, file + " exists and is not a directory"},
 		{"outside the backup root", []string{"backup", "--admin", s.AdminURL, "--to", outside}, "403 Forbidden): the directory " + outside + " is not under the backup root"},
 		{"escape the root with ..", []string{"backup", "--admin", s.AdminURL, "--to", root + "/../x"}, "is not under the backup root"},
+		{"inside the data directory", []string{"backup", "--admin", s.AdminURL, "--to", filepath.Join(s.Data, "b")}, "400 Bad Request): the directory " + filepath.Join(s.Data, "b") + " is inside the store's own directory"},
 		{"no --to", []string{"backup", "--admin", s.AdminURL}, "--to DIR is required"},
 		{"unreachable admin URL", []string{"backup", "--admin", dead, "--to", filepath.Join(root, "b1")}, "cannot reach the admin listener at " + dead},
 		{"not a URL", []string{"backup", "--admin", "127.0.0.1:1", "--to", filepath.Join(root, "b2")}, "want the admin listener's URL"},
@@ -248,7 +249,7 @@ func TestBackupBadInput(t *testing.T) {
 		})
 	}
 	// Nothing was written by the refused backups.
-	for _, p := range []string{outside, filepath.Join(root, "x"), filepath.Join(filepath.Dir(root), "x"), filepath.Join(root, "b1"), filepath.Join(root, "b2"), filepath.Join(root, "b3")} {
+	for _, p := range []string{outside, filepath.Join(root, "x"), filepath.Join(filepath.Dir(root), "x"), filepath.Join(root, "b1"), filepath.Join(root, "b2"), filepath.Join(root, "b3"), filepath.Join(s.Data, "b")} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s exists after a refused backup", p)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,6 +22,23 @@ func engineName(store string) string {
 		return "postgres"
 	}
 	return store
+}
+
+// storeDirs are the embedded store's directories, absolute.
+func storeDirs(c Config) []string {
+	if c.Store != "pebble" {
+		return nil
+	}
+	var dirs []string
+	for _, d := range []string{c.Data, c.WALDir} {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			dirs = append(dirs, abs)
+		}
+	}
+	return dirs
 }
 
 // startAdmin serves the admin handler on c.AdminAddr (nothing when it is
@@ -38,7 +56,7 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, engine string, log 
 		log.Warn("the admin listener is not on loopback: anyone who reaches it can read the health of the store and write backups wherever the server may write", "addr", ln.Addr().String())
 	}
 	srv := &http.Server{
-		Handler:           admin.New(admin.Options{DB: db, Engine: engine, Store: store, BackupRoot: c.BackupRoot, Logger: log}),
+		Handler:           admin.New(admin.Options{DB: db, Engine: engine, Store: store, BackupRoot: c.BackupRoot, StoreDirs: storeDirs(c), Logger: log}),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,

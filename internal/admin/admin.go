@@ -16,7 +16,8 @@
 // refused: the server's working directory is not the caller's (partita
 // backup makes --to absolute against its own). The answer is 200 with
 // {"dir", "seconds", "bytes"} once the copy is complete and synced, or an
-// error status with {"error": "..."}: 400 for a malformed request, 403
+// error status with {"error": "..."}: 400 for a malformed request or a
+// directory inside the store's own, 403
 // for a directory outside the backup root, 409 for a directory that is
 // not empty or a backup already running, 501 for an engine that has no
 // online backup, 500 for a failed copy (which leaves no directory
@@ -57,6 +58,9 @@ type Options struct {
 	// BackupRoot, when set, is the only directory under which backups
 	// may be written.
 	BackupRoot string
+	// StoreDirs are the store's own directories (data, write-ahead log):
+	// no backup may be written inside them.
+	StoreDirs []string
 	// Logger records backups. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -154,6 +158,12 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dir = filepath.Clean(dir)
+	for _, sd := range h.o.StoreDirs {
+		if sd != "" && (under(sd, dir) == nil || sameDir(sd, dir)) {
+			fail(w, http.StatusBadRequest, "the directory %s is inside the store's own directory %s: write the backup elsewhere", dir, sd)
+			return
+		}
+	}
 	if h.o.BackupRoot != "" {
 		if err := under(h.o.BackupRoot, dir); err != nil {
 			fail(w, http.StatusForbidden, "%v", err)
@@ -248,6 +258,16 @@ func under(root, dir string) error {
 		return fmt.Errorf("the directory %s is not under the backup root %s (--backup-root)", dir, root)
 	}
 	return nil
+}
+
+// sameDir reports whether a and b name the same existing directory.
+func sameDir(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 func dirSize(dir string) int64 {
