@@ -17,6 +17,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/partita/partita/internal/kv/pgkv/pgtest"
 )
 
 // runPartita runs a partita subcommand and returns its combined output and
@@ -296,4 +298,34 @@ func TestBackupBadInput(t *testing.T) {
 	if out, code := runPartita(t, "check", "--data", empty); code != 0 || !strings.Contains(out, "devstoreaccount1/precious id 1: 0 entities") {
 		t.Errorf("check of the backup: exit %d\n%s", code, out)
 	}
+}
+
+// TestBackupPostgres: on the PostgreSQL engine the admin listener is ready
+// when the database answers, and a backup is refused with 501 and a
+// pointer to PostgreSQL's own tools, writing nothing.
+func TestBackupPostgres(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	s := StartServer(t, "", "--store", dsn)
+	if code, body := adminGet(t, s.AdminURL+"/readyz"); code != http.StatusOK {
+		t.Errorf("readyz on PostgreSQL: %d %s", code, body)
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	out, code := runPartita(t, "backup", "--admin", s.AdminURL, "--to", dir)
+	if code == 0 || !strings.Contains(out, "501 Not Implemented): the PostgreSQL engine has no online backup of partita's") || !strings.Contains(out, "pg_basebackup") {
+		t.Errorf("backup on PostgreSQL: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists after a refused backup", dir)
+	}
+}
+
+func adminGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
