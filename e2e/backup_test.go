@@ -18,6 +18,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/pebblekv"
 	"github.com/partita/partita/internal/kv/pgkv/pgtest"
 )
 
@@ -328,4 +330,56 @@ func adminGet(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// TestCheckCorrupt: partita check passes on a stopped server's store,
+// and after two corruptions written through the engine directly (an entity
+// of a table id that is not in the catalog, a garbage entity value) exits 1
+// naming both.
+func TestCheckCorrupt(t *testing.T) {
+	if E2EStore == "postgres" {
+		t.Skip("partita check reads the embedded engine's store")
+	}
+	s := StartServer(t, "")
+	svc := serviceClient(t, s)
+	if _, err := svc.CreateTable(ctx, "intact", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.NewClient("intact").AddEntity(ctx, mustJSONb(map[string]any{"PartitionKey": "p", "RowKey": "r", "N": 1}), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop(t)
+	out, code := runPartita(t, "check", "--data", s.Data)
+	if code != 0 || !strings.Contains(out, "devstoreaccount1/intact id 1: 1 entities") || !strings.Contains(out, "ok: no inconsistencies") {
+		t.Fatalf("check of the intact store: exit %d\n%s", code, out)
+	}
+
+	db, err := pebblekv.Open(s.Data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entityKey := func(id byte, pk, rk string) []byte {
+		k := []byte{0x03, 0, 0, 0, 0, 0, 0, 0, id}
+		k = append(append(k, pk...), 0x00, 0x01)
+		return append(append(k, rk...), 0x00, 0x01)
+	}
+	err = db.Update(ctx, func(tx kv.Txn) error {
+		if err := tx.Set(entityKey(99, "p", "orphan"), []byte{1, 0, 0}); err != nil {
+			return err
+		}
+		return tx.Set(entityKey(1, "p", "garbage"), []byte("not an entity"))
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, code = runPartita(t, "check", "--data", s.Data)
+	for _, want := range []string{"2 inconsistencies", "table id 99 is not in the catalog", "malformed entity value", "the store is inconsistent"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check of the corrupted store says:\n%s\nwant %q", out, want)
+		}
+	}
+	if code != 1 {
+		t.Errorf("check of the corrupted store: exit %d, want 1", code)
+	}
 }
