@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -114,71 +115,82 @@ func TestBackupUnderLoad(t *testing.T) {
 			}
 		}(i)
 	}
-	// Let the writers get going, then back up while they write on.
+	// Let the writers get going, then back up three times while they
+	// write on.
+	type taken struct {
+		dir          string
+		began, ended time.Time
+	}
+	var backups []taken
 	time.Sleep(time.Second)
-	dir := filepath.Join(t.TempDir(), "backup")
-	began := time.Now()
-	out, code := runPartita(t, "backup", "--admin", s.AdminURL, "--to", dir)
-	ended := time.Now()
-	if code != 0 {
-		close(stop)
-		wg.Wait()
-		t.Fatalf("partita backup: exit %d\n%s", code, out)
+	for i := range 3 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("backup%d", i))
+		began := time.Now()
+		out, code := runPartita(t, "backup", "--admin", s.AdminURL, "--to", dir)
+		ended := time.Now()
+		if code != 0 {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("partita backup: exit %d\n%s", code, out)
+		}
+		if !strings.Contains(out, "backup written to "+dir) {
+			t.Errorf("partita backup says %q, want it to name %s", out, dir)
+		}
+		backups = append(backups, taken{dir, began, ended})
+		time.Sleep(300 * time.Millisecond)
 	}
-	if !strings.Contains(out, "backup written to "+dir) {
-		t.Errorf("partita backup says %q, want it to name %s", out, dir)
-	}
-	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	if t.Failed() {
 		t.FailNow()
 	}
 
-	r := StartServer(t, dir)
-	rc := serviceClient(t, r).NewClient(table)
-	before, during := 0, 0
-	for i, cc := range clients {
-		got := partitionState(t, rc, cc.pk())
-		// Candidates: the state after the last operation acknowledged
-		// before the backup began (or the empty partition), and after
-		// each operation that started before the backup ended and was
-		// not acknowledged before it began.
-		lo := -1
-		for k, st := range logs[i] {
-			if st.acked.Before(began) {
-				lo = k
+	for _, b := range backups {
+		r := StartServer(t, b.dir)
+		rc := serviceClient(t, r).NewClient(table)
+		before, during := 0, 0
+		for i, cc := range clients {
+			got := partitionState(t, rc, cc.pk())
+			// Candidates: the state after the last operation acknowledged
+			// before the backup began (or the empty partition), and after
+			// each operation that started before the backup ended and was
+			// not acknowledged before it began.
+			lo := -1
+			for k, st := range logs[i] {
+				if st.acked.Before(b.began) {
+					lo = k
+				}
+			}
+			cands := []map[string]props{{}}
+			if lo >= 0 {
+				cands = []map[string]props{logs[i][lo].after}
+			}
+			for k := lo + 1; k < len(logs[i]) && logs[i][k].start.Before(b.ended); k++ {
+				cands = append(cands, logs[i][k].after)
+			}
+			before += lo + 1
+			during += len(cands) - 1
+			found := false
+			for _, c := range cands {
+				if sameState(got, c) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				t.Errorf("%s, client %d: the backup holds %v, which is the state after none of the %d operations that could be in it (the first candidate, all acknowledged before the backup: %v)", filepath.Base(b.dir), cc.id, got, len(cands), cands[0])
 			}
 		}
-		cands := []map[string]props{{}}
-		if lo >= 0 {
-			cands = []map[string]props{logs[i][lo].after}
+		t.Logf("%s took %v; %d operations acknowledged before it, %d in flight during it", filepath.Base(b.dir), b.ended.Sub(b.began), before, during)
+		if before == 0 {
+			t.Errorf("%s: no operation was acknowledged before it", filepath.Base(b.dir))
 		}
-		for k := lo + 1; k < len(logs[i]) && logs[i][k].start.Before(ended); k++ {
-			cands = append(cands, logs[i][k].after)
-		}
-		before += lo + 1
-		during += len(cands) - 1
-		found := false
-		for _, c := range cands {
-			if sameState(got, c) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			t.Errorf("client %d: the backup holds %v, which is the state after none of the %d operations that could be in it (the first candidate, all acknowledged before the backup: %v)", cc.id, got, len(cands), cands[0])
-		}
-	}
-	t.Logf("backup took %v; %d operations acknowledged before it, %d in flight during it", ended.Sub(began), before, during)
-	if before == 0 {
-		t.Fatal("no operation was acknowledged before the backup")
-	}
-	r.Stop(t)
+		r.Stop(t)
 
-	out, code = runPartita(t, "check", "--data", dir)
-	if code != 0 || !strings.Contains(out, "ok: no inconsistencies") || !strings.Contains(out, "devstoreaccount1/backup") {
-		t.Fatalf("partita check on the backup: exit %d\n%s", code, out)
+		out, code := runPartita(t, "check", "--data", b.dir)
+		if code != 0 || !strings.Contains(out, "ok: no inconsistencies") || !strings.Contains(out, "devstoreaccount1/backup") {
+			t.Errorf("partita check on %s: exit %d\n%s", b.dir, code, out)
+		}
 	}
 }
 
