@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/pebblekv"
@@ -53,6 +54,7 @@ func TestCheckpoint(t *testing.T) {
 		}()
 	}
 	for acked.Load() < 200 {
+		time.Sleep(5 * time.Millisecond)
 	}
 	var before [writers]int64
 	for w := range writers {
