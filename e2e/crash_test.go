@@ -276,26 +276,7 @@ func TestCrashRecovery(t *testing.T) {
 // anomalies.
 func verifyClient(t *testing.T, c *aztables.Client, cc *crashClient) int {
 	t.Helper()
-	got := map[string]props{}
-	f := fmt.Sprintf("PartitionKey eq '%s'", cc.pk())
-	pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
-	for pager.More() {
-		p, err := pager.NextPage(context.Background())
-		if err != nil {
-			t.Fatalf("list after restart: %v", err)
-		}
-		for _, raw := range p.Entities {
-			var m map[string]any
-			json.Unmarshal(raw, &m)
-			pr := props{}
-			for k, v := range m {
-				if n, ok := v.(float64); ok {
-					pr[k] = int(n)
-				}
-			}
-			got[m["RowKey"].(string)] = pr
-		}
-	}
+	got := partitionState(t, c, cc.pk())
 	// The expected state if the pending op did not apply, and if it did.
 	without := cc.state
 	with := map[string]props{}
@@ -326,4 +307,31 @@ func verifyClient(t *testing.T, c *aztables.Client, cc *crashClient) int {
 	}
 	cc.state, cc.pending, cc.pendDel = got, nil, nil
 	return anomalies
+}
+
+// partitionState reads a crash client's partition as the model tracks it:
+// RowKey → numeric properties.
+func partitionState(t *testing.T, c *aztables.Client, pk string) map[string]props {
+	t.Helper()
+	got := map[string]props{}
+	f := fmt.Sprintf("PartitionKey eq '%s'", pk)
+	pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &f})
+	for pager.More() {
+		p, err := pager.NextPage(context.Background())
+		if err != nil {
+			t.Fatalf("list after restart: %v", err)
+		}
+		for _, raw := range p.Entities {
+			var m map[string]any
+			json.Unmarshal(raw, &m)
+			pr := props{}
+			for k, v := range m {
+				if n, ok := v.(float64); ok {
+					pr[k] = int(n)
+				}
+			}
+			got[m["RowKey"].(string)] = pr
+		}
+	}
+	return got
 }

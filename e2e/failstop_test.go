@@ -64,7 +64,7 @@ func (p *proc) endpoint() string { return p.URL + "/" + devAccount }
 // of the test.
 func startProc(t *testing.T, bin string, cred *syscall.Credential, serve bool, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "warn"}, args...)...), done: make(chan struct{})}
+	p := &proc{cmd: exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "", "--log-level", "warn"}, args...)...), done: make(chan struct{})}
 	if cred != nil {
 		p.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}

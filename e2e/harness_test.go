@@ -59,9 +59,16 @@ type Server struct {
 	Data string
 	cmd  *exec.Cmd
 	done chan struct{}
+
+	// AdminURL is the admin listener's (--admin-addr), e.g.
+	// http://127.0.0.1:PORT; empty when the test disabled it.
+	AdminURL string
 }
 
-var servingRE = regexp.MustCompile(`serving (https?://\S+)`)
+var (
+	servingRE = regexp.MustCompile(`serving (https?://\S+)`)
+	adminRE   = regexp.MustCompile(`admin listening on (http://\S+)`)
+)
 
 // StartServer starts partita on a random port. Extra flags are appended.
 // The process is stopped at the end of the test.
@@ -71,6 +78,10 @@ func StartServer(t testing.TB, data string, flags ...string) *Server {
 		data = t.TempDir()
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}, flags...)
+	if !slices.Contains(flags, "--admin-addr") {
+		// A port of its own: several servers run at once.
+		args = append(args, "--admin-addr", "127.0.0.1:0")
+	}
 	if E2EStore == "postgres" && !slices.Contains(flags, "--store") {
 		// One database per data directory, so a restart on the same
 		// directory finds the same data.
@@ -92,6 +103,10 @@ func StartServer(t testing.TB, data string, flags ...string) *Server {
 	urlc := make(chan string, 1)
 	go func() {
 		for lines.Scan() {
+			// The admin line comes first; urlc's send publishes it.
+			if m := adminRE.FindStringSubmatch(lines.Text()); m != nil {
+				s.AdminURL = m[1]
+			}
 			if m := servingRE.FindStringSubmatch(lines.Text()); m != nil {
 				urlc <- m[1]
 			}

@@ -1,6 +1,8 @@
 // Command partita serves the Azure Table storage REST API.
 //
 //	partita serve [flags]    run the server (see partita serve --help)
+//	partita backup           online backup of a running server's store
+//	partita check            check a stopped server's store
 //	partita version          print the version
 package main
 
@@ -23,6 +25,9 @@ func main() {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "partita:", err)
 		}
+		if errors.Is(err, errInconsistent) {
+			os.Exit(1)
+		}
 		os.Exit(2)
 	}
 }
@@ -34,6 +39,8 @@ const usage = `partita: Azure Table storage, self-hosted.
 Usage:
   partita serve [flags]   start the server (partita serve --help for flags)
   partita bench [flags]   benchmark a Table endpoint (partita bench --help for flags)
+  partita backup --admin URL --to DIR   online backup of a running server's store
+  partita check --data DIR              check a stopped server's store (or a backup)
   partita version         print the version
 `
 
@@ -47,6 +54,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return backup(ctx, args[1:], stdout, stderr)
+	case "check":
+		return check(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "partita", partita.Version)
 		return nil

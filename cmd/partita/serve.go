@@ -78,6 +78,10 @@ type Config struct {
 	// finish after SIGINT or SIGTERM; the process exits at most
 	// shutdownGrace later whatever is left.
 	ShutdownTimeout time.Duration
+	// AdminAddr serves the admin handler (health, readiness, online
+	// backup) when not empty; BackupRoot, when set, is the only place
+	// backups may be written.
+	AdminAddr, BackupRoot string
 }
 
 // shutdownGrace is how long closing the store may take after the
@@ -151,6 +155,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
 	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case")
+	fs.StringVar(&c.AdminAddr, "admin-addr", envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables (PARTITA_ADMIN_ADDR)")
+	fs.StringVar(&c.BackupRoot, "backup-root", envOr("PARTITA_BACKUP_ROOT", ""), "when set, online backups may be written only under this directory (PARTITA_BACKUP_ROOT)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
 		fs.PrintDefaults()
@@ -262,6 +268,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		go http.Serve(pl, mux)
 		log.Info("pprof listening", "addr", pl.Addr().String())
 	}
+	stopAdmin, err := startAdmin(c, db, store, engineName(c.Store), log, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err

@@ -113,3 +113,14 @@ type Iterator interface {
 	Error() error
 	Close() error
 }
+
+// Checkpointer is implemented by engines that can copy a consistent
+// point-in-time image of the whole store into a directory while they go on
+// serving (an online backup). Every Update that returned before Checkpoint
+// was called is in the image, and no Update is in it in part. dir must not
+// exist; the image is a store the same engine opens as its data directory.
+// Engines that cannot (memory, a database server with its own backup
+// tools) do not implement it.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, dir string) error
+}

@@ -12,7 +12,10 @@ import (
 // Every key starts with a one-byte namespace:
 //
 //	0x01 catalog:  0x01 | account | 0x00 | lowercase table name  → table record
+//	0x02 meta:     0x02 "nextid" → next table id (uvarint); 0x02 "probe" → last readiness probe (uvarint ticks)
 //	0x03 entities: 0x03 | table id (8 bytes, big-endian) | str(PartitionKey) | str(RowKey) → entity value
+//
+// 0x04 and 0x05 hold settings (settings.go). Check walks the whole layout.
 //
 // Table ids are never shared by two live tables, so dropping a table is a
 // catalog change plus one range deletion of its id prefix.

@@ -46,6 +46,11 @@ type Options struct {
 	// the store with another WALDir, so that no unreplayed log is missed.
 	// A relative WALDir is relative to the working directory, as in Pebble.
 	WALDir string
+	// ReadOnly opens an existing store for reading only (partita check):
+	// Open fails when dir holds no store, writes fail, and nothing in dir
+	// changes. The store's lock is still taken, so a store in use by a
+	// running server is refused with ErrInUse.
+	ReadOnly bool
 	// OnFatal is called once when the store cannot go on: a write to the
 	// write-ahead log or the MANIFEST failed (Pebble's commit pipeline is
 	// then broken), the data directory lost its permissions, or, with the
@@ -62,6 +67,10 @@ var ErrFatal = errors.New("pebblekv: fatal storage error")
 
 // ErrInUse is wrapped by Open when another process holds the store's lock.
 var ErrInUse = errors.New("in use by another partita process")
+
+// ErrNoStore is wrapped by a read-only Open of a directory that holds no
+// store.
+var ErrNoStore = errors.New("holds no partita store")
 
 // ErrCannotRecover is wrapped by Open when replaying the write-ahead log
 // fails for want of space or permission: Pebble would retry forever.
@@ -128,6 +137,16 @@ func Open(dir string, o *Options) (*DB, error) {
 	if fs == nil {
 		fs = vfs.Default
 	}
+	if o.ReadOnly {
+		// Pebble would create the LOCK file before it finds no store.
+		desc, err := pebble.Peek(dir, fs)
+		if err != nil {
+			return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
+		}
+		if !desc.Exists {
+			return nil, fmt.Errorf("pebblekv: directory %s %w", dir, ErrNoStore)
+		}
+	}
 	cache := pebble.NewCache(cacheSize)
 	po := &pebble.Options{
 		Cache:                       cache,
@@ -150,8 +169,13 @@ func Open(dir string, o *Options) (*DB, error) {
 	// move the format of users' directories just because it was linked in.
 	// Columnar blocks (Options.Experimental.EnableColumnarBlocks) are not
 	// set here: EnsureDefaults turns them on, Pebble v2's default at this
-	// format, and value separation needs them.
-	po.FormatMajorVersion = formatMajorVersion
+	// format, and value separation needs them. A read-only open (check)
+	// leaves the format as the directory has it.
+	if !o.ReadOnly {
+		po.FormatMajorVersion = formatMajorVersion
+	}
+	po.ReadOnly = o.ReadOnly
+	po.ErrorIfNotExists = o.ReadOnly
 	vs := valueSeparation
 	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return vs }
 	po.EnsureDefaults()
@@ -168,9 +192,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
-	if err := writeStoreVersion(po.FS, dir); err != nil {
-		db.Close()
-		return nil, err
+	if !o.ReadOnly {
+		if err := writeStoreVersion(po.FS, dir); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	wo := pebble.Sync
 	if o.NoSync {
@@ -182,6 +208,9 @@ func Open(dir string, o *Options) (*DB, error) {
 	}
 	if d.minFree == 0 {
 		d.minFree = 128 << 20
+	}
+	if o.ReadOnly {
+		d.minFree = -1
 	}
 	if d.minFree > 0 {
 		d.checkSpace()

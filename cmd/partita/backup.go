@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/partita/partita/internal/admin"
+)
+
+// backup asks a running server, through its admin listener, for an online
+// backup of its store into a directory.
+func backup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("partita backup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	adminURL := fs.String("admin", envOr("PARTITA_ADMIN_URL", "http://127.0.0.1:10012"), "the server's admin listener (serve --admin-addr) (PARTITA_ADMIN_URL)")
+	to := fs.String("to", "", "the directory to write the backup into: new or empty; a relative path is relative to this command's working directory")
+	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: partita backup [--admin URL] --to DIR
+
+Take an online backup of a running server's embedded store: a consistent
+point-in-time copy that holds every write acknowledged before the backup
+began, taken while the server goes on serving. The server writes DIR itself,
+so DIR is a path on the server's machine. Restore by serving it:
+partita serve --data DIR. Check it with partita check --data DIR.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "partita backup: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	if *to == "" {
+		fmt.Fprintln(stderr, "partita backup: --to DIR is required")
+		return errUsage
+	}
+	dir, err := filepath.Abs(*to)
+	if err != nil {
+		return fmt.Errorf("--to %s: %w", *to, err)
+	}
+	u, err := url.Parse(*adminURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--admin %q: want the admin listener's URL, e.g. http://127.0.0.1:10012", *adminURL)
+	}
+	body, _ := json.Marshal(admin.BackupRequest{Dir: dir})
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(u.String(), "/")+"/backup", strings.NewReader(string(body)))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the admin listener at %s (is partita serve running with --admin-addr?): %w", *adminURL, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("reading the answer of %s: %w", *adminURL, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e admin.ErrorBody
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("backup refused (%s): %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("backup refused (%s): %s", resp.Status, strings.TrimSpace(string(raw)))
+	}
+	var res admin.BackupResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("unexpected answer from %s: %q", *adminURL, raw)
+	}
+	fmt.Fprintf(stdout, "partita: backup written to %s (%.1f MiB in %.2fs); restore with: partita serve --data %s\n", res.Dir, float64(res.Bytes)/(1<<20), res.Seconds, res.Dir)
+	return nil
+}

@@ -1,0 +1,81 @@
+package admin_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/partita/partita/internal/admin"
+	"github.com/partita/partita/internal/kv/pebblekv"
+	"github.com/partita/partita/internal/tablestore"
+)
+
+func newAdmin(t *testing.T, root string) (*httptest.Server, *pebblekv.DB) {
+	t.Helper()
+	db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store, err := tablestore.Open(context.Background(), db, tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(admin.New(admin.Options{DB: db, Engine: "pebble", Store: store, BackupRoot: root}))
+	t.Cleanup(srv.Close)
+	return srv, db
+}
+
+func do(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestBackupRootSymlink: a path under the backup root that leads out of
+// it through a symbolic link is refused, and nothing is written there.
+func TestBackupRootSymlink(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newAdmin(t, root)
+	code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"`+filepath.Join(root, "out", "b")+`"}`)
+	if code != http.StatusForbidden || !strings.Contains(body, "is not under the backup root") {
+		t.Errorf("backup through a link out of the root: %d %s, want 403", code, body)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Errorf("written outside the root: %v", entries)
+	}
+	code, body = do(t, "POST", srv.URL+"/backup", `{"dir":"`+filepath.Join(root, "in", "b")+`"}`)
+	if code != http.StatusOK {
+		t.Errorf("backup under the root: %d %s", code, body)
+	}
+}
+
+// TestReadyz: ready while the store reads and writes, 503 with the reason
+// once it cannot; /healthz answers regardless.
+func TestReadyz(t *testing.T) {
+	srv, db := newAdmin(t, "")
+	if code, body := do(t, "GET", srv.URL+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("readyz on an open store: %d %s", code, body)
+	}
+	db.Close()
+	if code, body := do(t, "GET", srv.URL+"/readyz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "kv: closed") {
+		t.Errorf("readyz on a closed store: %d %q, want 503 naming the reason", code, body)
+	}
+	if code, _ := do(t, "GET", srv.URL+"/healthz", ""); code != http.StatusOK {
+		t.Errorf("healthz: %d", code)
+	}
+}

@@ -1,0 +1,99 @@
+package pebblekv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/partita/partita/internal/kv"
+)
+
+var _ kv.Checkpointer = (*DB)(nil)
+
+// Checkpoint implements kv.Checkpointer with Pebble's checkpoint: the
+// sstables and blob files are hard-linked (copied across devices), the
+// MANIFEST, OPTIONS and write-ahead log are copied. WithFlushedWAL syncs
+// the log first, so every commit that returned before the call is in the
+// image; a commit is one Pebble batch, so none is in it in part. The
+// image opens as a data directory of its own: when the store keeps its
+// log apart (Options.WALDir), the image still holds its copy of the log
+// in dir, and its OPTIONS file is rewritten to say so, or Pebble would
+// refuse to open it without the original log directory. dir must not
+// exist.
+func (d *DB) Checkpoint(ctx context.Context, dir string) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	defer d.leave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := d.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
+	}
+	if len(d.dirs) > 1 {
+		if err := clearWALDir(dir); err != nil {
+			os.RemoveAll(dir)
+			return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
+		}
+	}
+	// The backup is a data directory of this store version: record it, so
+	// that a later partita reads it as what it is.
+	if err := writeStoreVersion(vfs.Default, dir); err != nil {
+		os.RemoveAll(dir)
+		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
+	}
+	return nil
+}
+
+// clearWALDir empties the wal_dir option of the OPTIONS files in dir,
+// atomically (a new file renamed over the old one, then synced).
+func clearWALDir(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
+	if err != nil {
+		return err
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		lines := bytes.Split(b, []byte("\n"))
+		for i, l := range lines {
+			if bytes.HasPrefix(bytes.TrimSpace(l), []byte("wal_dir=")) {
+				indent := l[:len(l)-len(bytes.TrimLeft(l, " \t"))]
+				lines[i] = append(bytes.Clone(indent), "wal_dir="...)
+			}
+		}
+		tmp := name + ".tmp"
+		f, err := os.Create(tmp)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(bytes.Join(lines, []byte("\n")))
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp, name)
+		}
+		if err != nil {
+			os.Remove(tmp)
+			return err
+		}
+	}
+	df, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer df.Close()
+	return df.Sync()
+}
