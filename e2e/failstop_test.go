@@ -351,7 +351,7 @@ func TestSecondInstance(t *testing.T) {
 	s := StartServer(t, "")
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(cctx, partitaBin, "serve", "--addr", "127.0.0.1:0", "--data", s.Data).CombinedOutput()
+	out, err := exec.CommandContext(cctx, partitaBin, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "", "--data", s.Data).CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("second instance: err %v, want a non-zero exit; output:\n%s", err, out)

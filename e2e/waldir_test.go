@@ -63,7 +63,7 @@ func TestWALDir(t *testing.T) {
 	// is killed after a while, so a regression fails instead of hanging.
 	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(rctx, partitaBin, "serve", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn").CombinedOutput()
+	out, err := exec.CommandContext(rctx, partitaBin, "serve", "--addr", "127.0.0.1:0", "--admin-addr", "", "--data", data, "--log-level", "warn").CombinedOutput()
 	if err == nil || rctx.Err() != nil {
 		t.Fatalf("serve without --wal-dir started on a store whose log is elsewhere (%v):\n%s", err, out)
 	}
