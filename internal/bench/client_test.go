@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/bench/nullserver"
 	"github.com/partita/partita/internal/changeset"
 )
 
@@ -48,7 +48,7 @@ func TestRequestsVerify(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var fails []string
-	null := NullHandler(64)
+	null := nullserver.Handler(64)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -108,7 +108,7 @@ func TestBatchCount(t *testing.T) {
 		batchTables := map[string]bool{} // tables named in $batch bodies
 		var created, deleted []string
 		var queries, queriesBeforeSide int // table-scan pages, in all and before the side table
-		null := NullHandler(64)
+		null := nullserver.Handler(64)
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -276,31 +276,6 @@ func FuzzCountEntities(f *testing.F) {
 			t.Fatalf("%s: counted %d, encoding/json %d", body, got, want)
 		}
 	})
-}
-
-// TestNullEntitySize: the do-nothing server's canned entity is valid JSON
-// whose Payload has the requested size, for a point GET and in a query.
-func TestNullEntitySize(t *testing.T) {
-	for _, size := range []int{0, 10, 1024} {
-		h := NullHandler(size)
-		for _, path := range []string{"/devstoreaccount1/t(PartitionKey='p',RowKey='r')", "/devstoreaccount1/t()"} {
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-			var e struct {
-				Payload string
-				Value   []struct{ Payload string }
-			}
-			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
-				t.Fatalf("%d %s: %v\n%s", size, path, err, rec.Body.String())
-			}
-			if len(e.Value) == 1 {
-				e.Payload = e.Value[0].Payload
-			}
-			if len(e.Payload) != size || rec.Header().Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {
-				t.Errorf("%d %s: payload %d bytes, Content-Length %s for %d", size, path, len(e.Payload), rec.Header().Get("Content-Length"), rec.Body.Len())
-			}
-		}
-	}
 }
 
 // payloadOneByOne is appendPayload as it was first written: ten 6-bit

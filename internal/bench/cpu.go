@@ -96,3 +96,9 @@ func cores(a, b cpuSnap) (client, server, machine float64) {
 	c := func(j int64) float64 { return float64(j) / userHZ / secs }
 	return c(b.self - a.self), c(b.server - a.server), c(b.busy - a.busy)
 }
+
+// ProcessCPUSeconds is the CPU time pid has used so far, user and system
+// (0 when /proc cannot tell).
+func ProcessCPUSeconds(pid int) float64 {
+	return float64(procJiffies(strconv.Itoa(pid))) / userHZ
+}

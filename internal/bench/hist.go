@@ -1,8 +1,8 @@
 // Package bench is partita's load generator: a lean SharedKeyLite client
 // for any Table endpoint (partita, Azurite, a real account), the workloads of
-// `partita bench`, an HDR-like latency histogram, a do-nothing server that
-// gives the ceiling of the client and HTTP stack, and the reports of
-// scripts/bench-compare.
+// `partita bench`, an HDR-like latency histogram and the reports. The
+// comparison with Azurite and the do-nothing server, and the growth runs,
+// are a developer tool outside the product: internal/cmd/benchcompare.
 package bench
 
 import (

@@ -778,7 +778,7 @@ func (r *Runner) opBatch(ctx context.Context, w *worker, b, size uint64) (opResu
 }
 
 // opLoad inserts rows [lo, hi) of partition p (entity numbers p + P*row)
-// in one changeset: the bulk loader of --growth.
+// in one changeset: the bulk loader of Load (growth runs).
 func (r *Runner) opLoad(ctx context.Context, w *worker, p, lo, hi uint64) (opResult, error) {
 	P := uint64(r.cfg.Partitions)
 	pk := appendPK(nil, p)

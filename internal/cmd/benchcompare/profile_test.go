@@ -1,6 +1,6 @@
 //go:build benchprofile
 
-package bench
+package main
 
 // A harness that serves partita in this test process so that `go test
 // -cpuprofile` captures the server alone while `partita bench` drives it
@@ -8,13 +8,15 @@ package bench
 // ordinary test runs never compile or run it. scripts/bench-compare
 // --profile uses it:
 //
-//	go test -c -tags benchprofile -o /tmp/harness.test ./internal/bench
+//	go test -c -tags benchprofile -o /tmp/harness.test ./internal/cmd/benchcompare
 //	PARTITA_PROFILE_ADDR=127.0.0.1:10096 PARTITA_PROFILE_SECONDS=60 \
 //	  /tmp/harness.test -test.run TestServeForProfile -test.cpuprofile /tmp/cpu.out
 //	partita bench --endpoint http://127.0.0.1:10096/devstoreaccount1 …   (meanwhile)
 //	go tool pprof -top /tmp/harness.test /tmp/cpu.out
 
 import (
+	"github.com/partita/partita/internal/bench"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -64,7 +66,7 @@ func TestServeForProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	keys, err := auth.ParseAccounts("devstoreaccount1:" + Defaults.Key)
+	keys, err := auth.ParseAccounts("devstoreaccount1:" + bench.Defaults.Key)
 	if err != nil {
 		t.Fatal(err)
 	}

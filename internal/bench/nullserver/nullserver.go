@@ -1,4 +1,7 @@
-package bench
+// Package nullserver is the do-nothing Table server that
+// internal/cmd/benchcompare measures the bench client and the HTTP stack
+// against.
+package nullserver
 
 import (
 	"context"
@@ -43,17 +46,32 @@ var (
 	hNoContentPA = []string{"return-no-content"}
 )
 
+// apiVersion is the x-ms-version the canned responses carry.
+const apiVersion = "2019-02-02"
+
+// payload is n characters that need no JSON escaping, like the bench's
+// payloads (their values do not matter here, only their length).
+func payload(n int) []byte {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := make([]byte, max(n, 0))
+	for i := range p {
+		p[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return p
+}
+
 // nullEntity is the canned entity: the bench's properties, with a Payload
 // of payload characters.
-func nullEntity(payload int) string {
-	p := appendPayload(nil, rand.New(rand.NewPCG(1, 2)), payload)
+func nullEntity(size int) string {
+	p := payload(size)
 	return `{"odata.etag":"` + strings.ReplaceAll(nullETag, `"`, `\"`) + `","PartitionKey":"p0000","RowKey":"r000000000000",` +
 		`"Timestamp":"2024-01-02T03:04:05.1234567Z","Seq@odata.type":"Edm.Int64","Seq":"0","Bucket":0,"Payload":"` + string(p) + `"}`
 }
 
-// NullHandler is the do-nothing server's handler; its canned entity has a
+// Handler is the do-nothing server's handler; its canned entity has a
 // Payload of payload characters.
-func NullHandler(payload int) http.Handler {
+func Handler(payload int) http.Handler {
 	e := nullEntity(payload)
 	n := &nullServer{
 		entity: []byte(`{"odata.metadata":"http://127.0.0.1/devstoreaccount1/$metadata#bench/@Element",` + e[1:]),
@@ -113,20 +131,20 @@ func (n *nullServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ServeNull runs the do-nothing server on addr until ctx ends; its canned
+// Serve runs the do-nothing server on addr until ctx ends; its canned
 // entity has a Payload of payload characters. ready, when not nil, receives
 // the listening address.
-func ServeNull(ctx context.Context, addr string, payload int, out io.Writer, ready func(net.Addr)) error {
+func Serve(ctx context.Context, addr string, payload int, out io.Writer, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           NullHandler(payload),
+		Handler:           Handler(payload),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
-	fmt.Fprintf(out, "partita bench: do-nothing server on http://%s (every request answered with a canned response; entity payload %d B)\n", ln.Addr(), payload)
+	fmt.Fprintf(out, "do-nothing server on http://%s (every request answered with a canned response; entity payload %d B)\n", ln.Addr(), payload)
 	if ready != nil {
 		ready(ln.Addr())
 	}

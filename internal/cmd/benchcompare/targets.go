@@ -1,6 +1,8 @@
-package bench
+package main
 
 import (
+	"github.com/partita/partita/internal/bench"
+
 	"fmt"
 	"io"
 	"slices"
@@ -27,7 +29,7 @@ type target struct {
 // other) in the same round.
 func opsRatio(wl string, other func(Round) *Report) func(Round) (float64, bool) {
 	return func(r Round) (float64, bool) {
-		p, o := r.Partita.result(wl), other(r).result(wl)
+		p, o := r.Partita.Result(wl), other(r).Result(wl)
 		if p == nil || o == nil || o.OpsPerSec == 0 {
 			return 0, false
 		}
@@ -39,7 +41,7 @@ func opsRatio(wl string, other func(Round) *Report) func(Round) (float64, bool) 
 // (mainRate).
 func rate(wl string) func(Round) (float64, bool) {
 	return func(r Round) (float64, bool) {
-		p := r.Partita.result(wl)
+		p := r.Partita.Result(wl)
 		if p == nil || mainRate(p) == 0 {
 			return 0, false
 		}
@@ -107,7 +109,7 @@ func (t target) format(v float64) string {
 	if t.ratio {
 		return fmt.Sprintf("%.2f", v)
 	}
-	return fmtRate(v)
+	return bench.FormatRate(v)
 }
 
 // Spread prints each server's main rate per workload over rounds (ops/s;
@@ -125,18 +127,18 @@ func Spread(w io.Writer, rounds []Round) {
 		name string
 		of   func(Round) *Report
 	}{{"partita", func(r Round) *Report { return r.Partita }}, {"do-nothing", nullOf}, {"Azurite", azuriteOf}}
-	for _, wl := range AllWorkloads {
+	for _, wl := range bench.AllWorkloads {
 		for _, s := range servers {
 			if s.name == "do-nothing" && (wl == "range" || strings.HasSuffix(wl, "-scan")) {
 				continue // its canned page is no query result
 			}
 			cells, vs := perRound(rounds, func(r Round) (float64, bool) {
-				res := s.of(r).result(wl)
+				res := s.of(r).Result(wl)
 				if res == nil {
 					return 0, false
 				}
 				return mainRate(res), true
-			}, fmtRate)
+			}, bench.FormatRate)
 			if len(vs) == 0 {
 				continue
 			}
@@ -144,7 +146,7 @@ func Spread(w io.Writer, rounds []Round) {
 			if lo := slices.Min(vs); lo > 0 {
 				spread = fmt.Sprintf("%.2f", slices.Max(vs)/lo)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", wl, s.name, strings.Join(cells, " | "), fmtRate(median(vs)), spread)
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", wl, s.name, strings.Join(cells, " | "), bench.FormatRate(median(vs)), spread)
 		}
 	}
 }

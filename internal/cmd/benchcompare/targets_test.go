@@ -1,6 +1,8 @@
-package bench
+package main
 
 import (
+	"github.com/partita/partita/internal/bench"
+
 	"bytes"
 	"strings"
 	"testing"
@@ -32,7 +34,7 @@ func TestMedian(t *testing.T) {
 // entities/s and examined/s from ents and exam when given.
 func report(ops map[string]float64, ents, exam map[string]float64) *Report {
 	rep := &Report{}
-	for _, wl := range AllWorkloads {
+	for _, wl := range bench.AllWorkloads {
 		o, ok := ops[wl]
 		if !ok {
 			continue

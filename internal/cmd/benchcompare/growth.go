@@ -1,6 +1,8 @@
-package bench
+package main
 
 import (
+	"github.com/partita/partita/internal/bench"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -15,7 +17,7 @@ import (
 	"time"
 )
 
-// GrowthConfig is `partita bench --growth N`: how a server behaves as one
+// GrowthConfig is `benchcompare --growth N`: how a server behaves as one
 // table grows from Small to Target entities.
 type GrowthConfig struct {
 	Small  int // first checkpoint (100,000)
@@ -76,8 +78,8 @@ type rssSampler struct {
 	wg   sync.WaitGroup
 }
 
-// ReadVmRSS returns VmRSS of pid in KiB from /proc/PID/status.
-func ReadVmRSS(pid int) (int64, error) {
+// readVmRSS returns VmRSS of pid in KiB from /proc/PID/status.
+func readVmRSS(pid int) (int64, error) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, err
@@ -118,7 +120,7 @@ func (s *rssSampler) sample() int64 {
 	if s.pid <= 0 {
 		return 0
 	}
-	v, err := ReadVmRSS(s.pid)
+	v, err := readVmRSS(s.pid)
 	if err != nil {
 		return 0
 	}
@@ -157,30 +159,30 @@ func dirSize(dir string) int64 {
 // over five seconds (its flushes and compactions are done), at most max.
 func waitIdle(ctx context.Context, pid int, max time.Duration, log io.Writer) (secs float64, idle bool) {
 	t0 := time.Now()
-	p := strconv.Itoa(pid)
-	fmt.Fprintf(log, "partita bench: growth: waiting for the server to go idle (at most %s)\n", max)
+	fmt.Fprintf(log, "benchcompare: growth: waiting for the server to go idle (at most %s)\n", max)
 	for time.Since(t0) < max && ctx.Err() == nil {
-		a := procJiffies(p)
+		a := bench.ProcessCPUSeconds(pid)
 		select {
 		case <-ctx.Done():
 		case <-time.After(5 * time.Second):
 		}
-		if float64(procJiffies(p)-a)/userHZ/5 < 0.1 {
+		if (bench.ProcessCPUSeconds(pid)-a)/5 < 0.1 {
 			secs = time.Since(t0).Seconds()
-			fmt.Fprintf(log, "partita bench: growth: idle after %.0f s\n", secs)
+			fmt.Fprintf(log, "benchcompare: growth: idle after %.0f s\n", secs)
 			return secs, true
 		}
 	}
 	secs = time.Since(t0).Seconds()
-	fmt.Fprintf(log, "partita bench: growth: still busy after %.0f s; measuring anyway\n", secs)
+	fmt.Fprintf(log, "benchcompare: growth: still busy after %.0f s; measuring anyway\n", secs)
 	return secs, false
 }
 
-// RunGrowth loads a table to g.Small entities with $batch, measures point
+// runGrowth loads r's table to g.Small entities with $batch, measures point
 // gets and range reads, loads on to g.Target, measures again, and times
 // Delete Table.
-func (r *Runner) RunGrowth(ctx context.Context, g GrowthConfig) (*GrowthReport, error) {
-	P := uint64(r.cfg.Partitions)
+func runGrowth(ctx context.Context, r *bench.Runner, g GrowthConfig) (*GrowthReport, error) {
+	cfg := r.Config()
+	P := uint64(cfg.Partitions)
 	roundUp := func(n int) uint64 { return (uint64(n) + P - 1) / P * P }
 	small, target := roundUp(g.Small), roundUp(g.Target)
 	if small > target {
@@ -189,39 +191,26 @@ func (r *Runner) RunGrowth(ctx context.Context, g GrowthConfig) (*GrowthReport, 
 	if g.LoadTimeout <= 0 {
 		g.LoadTimeout = 4 * time.Hour
 	}
-	rep := &GrowthReport{Endpoint: r.c.Base(), Table: r.table, Started: time.Now().UTC(), Settings: Settings{
-		Workloads: []string{"load", "get", "range", "drop-table"}, Concurrency: r.cfg.Concurrency, EntitySize: r.cfg.EntitySize,
-		Partitions: r.cfg.Partitions, Count: int(target), Duration: r.cfg.Duration.String(), Warmup: r.cfg.Warmup.String(),
-		BatchSize: r.cfg.BatchSize, RangeSize: r.cfg.RangeSize, MaxOps: r.cfg.MaxOps,
+	rep := &GrowthReport{Endpoint: r.Endpoint(), Table: r.Table(), Started: time.Now().UTC(), Settings: Settings{
+		Workloads: []string{"load", "get", "range", "drop-table"}, Concurrency: cfg.Concurrency, EntitySize: cfg.EntitySize,
+		Partitions: cfg.Partitions, Count: int(target), Duration: cfg.Duration.String(), Warmup: cfg.Warmup.String(),
+		BatchSize: cfg.BatchSize, RangeSize: cfg.RangeSize, MaxOps: cfg.MaxOps,
 	}}
 	t0 := time.Now()
-	if r.cfg.Preloaded != 0 {
-		return nil, fmt.Errorf("--growth loads its own table: drop --preloaded")
-	}
-	if err := r.c.CreateTable(ctx, r.table, false); err != nil {
-		return nil, fmt.Errorf("create table %s: %w", r.table, err)
+	log := r.Log()
+	if err := r.CreateTable(ctx); err != nil {
+		return nil, fmt.Errorf("growth: %w", err)
 	}
 	rss := startRSS(g.ServerPID)
 	defer rss.close()
-	defer func() {
-		if !r.dropped {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
-			defer cancel()
-			r.c.DeleteTable(dctx, r.table)
-		}
-	}()
-	r.prime(ctx)
+	defer r.DeleteTableUnlessDropped(ctx)
 
 	checkpoint := func(from, to uint64) GrowthPoint {
-		r.loadFrom, r.loadTo = from, to
-		fmt.Fprintf(r.log, "partita bench: growth: loading entities %d..%d\n", from, to)
-		ld := r.runWorkload(ctx, "load", 0, g.LoadTimeout, false)
-		r.preloaded = to
-		r.inserted = nil
-		r.nextNew = to
-		p := GrowthPoint{Entities: r.tableSize.Load(), LoadSeconds: ld.Seconds, LoadEntitiesSec: ld.EntitiesPerSec, LoadErrors: ld.Errors}
+		fmt.Fprintf(log, "benchcompare: growth: loading entities %d..%d\n", from, to)
+		ld := r.Load(ctx, from, to, g.LoadTimeout)
+		p := GrowthPoint{Entities: r.TableSize(), LoadSeconds: ld.Seconds, LoadEntitiesSec: ld.EntitiesPerSec, LoadErrors: ld.Errors}
 		if ld.FirstError != "" {
-			fmt.Fprintf(r.log, "partita bench: growth: load errors: %d, first: %s\n", ld.Errors, ld.FirstError)
+			fmt.Fprintf(log, "benchcompare: growth: load errors: %d, first: %s\n", ld.Errors, ld.FirstError)
 		}
 		if ctx.Err() != nil {
 			return p
@@ -230,7 +219,7 @@ func (r *Runner) RunGrowth(ctx context.Context, g GrowthConfig) (*GrowthReport, 
 		p.Range = r.RunWorkload(ctx, "range")
 		if g.Settle > 0 && g.ServerPID > 0 && ctx.Err() == nil {
 			st := &SettledPoint{}
-			st.WaitSeconds, st.Idle = waitIdle(ctx, g.ServerPID, g.Settle, r.log)
+			st.WaitSeconds, st.Idle = waitIdle(ctx, g.ServerPID, g.Settle, log)
 			st.Get = r.RunWorkload(ctx, "get")
 			st.Range = r.RunWorkload(ctx, "range")
 			p.Settled = st
@@ -245,7 +234,7 @@ func (r *Runner) RunGrowth(ctx context.Context, g GrowthConfig) (*GrowthReport, 
 		rep.Points = append(rep.Points, checkpoint(small, target))
 	}
 	if ctx.Err() == nil {
-		rep.Drop = r.dropTable(ctx)
+		rep.Drop = r.DropTable(ctx)
 		// Give a background purge a moment, then see what is left.
 		rss.sample()
 		if g.ServerData != "" {
@@ -282,14 +271,14 @@ func WriteGrowth(w io.Writer, rep *GrowthReport) {
 	var cum float64
 	row("load time of this step (s)", func(p GrowthPoint) string { return fmt.Sprintf("%.1f", p.LoadSeconds) })
 	row("load time, cumulative (s)", func(p GrowthPoint) string { cum += p.LoadSeconds; return fmt.Sprintf("%.1f", cum) })
-	row("load entities/s (this step)", func(p GrowthPoint) string { return fmtRate(p.LoadEntitiesSec) })
+	row("load entities/s (this step)", func(p GrowthPoint) string { return bench.FormatRate(p.LoadEntitiesSec) })
 	row("load errors", func(p GrowthPoint) string { return fmt.Sprint(p.LoadErrors) })
-	row("point get ops/s", func(p GrowthPoint) string { return fmtRate(p.Get.OpsPerSec) })
-	row("point get p50 ms", func(p GrowthPoint) string { return fmtMs(p.Get.P50Ms) })
-	row("point get p99 ms", func(p GrowthPoint) string { return fmtMs(p.Get.P99Ms) })
+	row("point get ops/s", func(p GrowthPoint) string { return bench.FormatRate(p.Get.OpsPerSec) })
+	row("point get p50 ms", func(p GrowthPoint) string { return bench.FormatMs(p.Get.P50Ms) })
+	row("point get p99 ms", func(p GrowthPoint) string { return bench.FormatMs(p.Get.P99Ms) })
 	row("point get errors", func(p GrowthPoint) string { return fmt.Sprint(p.Get.Errors) })
-	row("range entities/s", func(p GrowthPoint) string { return fmtRate(p.Range.EntitiesPerSec) })
-	row("range p99 ms", func(p GrowthPoint) string { return fmtMs(p.Range.P99Ms) })
+	row("range entities/s", func(p GrowthPoint) string { return bench.FormatRate(p.Range.EntitiesPerSec) })
+	row("range p99 ms", func(p GrowthPoint) string { return bench.FormatMs(p.Range.P99Ms) })
 	row("range errors", func(p GrowthPoint) string { return fmt.Sprint(p.Range.Errors) })
 	if rep.Points[0].Settled != nil {
 		settled := func(f func(st *SettledPoint) string) func(p GrowthPoint) string {
@@ -306,9 +295,9 @@ func WriteGrowth(w io.Writer, rep *GrowthReport) {
 			}
 			return fmt.Sprintf("%.0f", st.WaitSeconds)
 		}))
-		row("idle: point get ops/s", settled(func(st *SettledPoint) string { return fmtRate(st.Get.OpsPerSec) }))
-		row("idle: point get p99 ms", settled(func(st *SettledPoint) string { return fmtMs(st.Get.P99Ms) }))
-		row("idle: range entities/s", settled(func(st *SettledPoint) string { return fmtRate(st.Range.EntitiesPerSec) }))
+		row("idle: point get ops/s", settled(func(st *SettledPoint) string { return bench.FormatRate(st.Get.OpsPerSec) }))
+		row("idle: point get p99 ms", settled(func(st *SettledPoint) string { return bench.FormatMs(st.Get.P99Ms) }))
+		row("idle: range entities/s", settled(func(st *SettledPoint) string { return bench.FormatRate(st.Range.EntitiesPerSec) }))
 		row("idle: errors (get / range)", settled(func(st *SettledPoint) string { return fmt.Sprintf("%d / %d", st.Get.Errors, st.Range.Errors) }))
 	}
 	row("server VmRSS max so far (MiB)", func(p GrowthPoint) string { return mib(p.RSSMaxKiB << 10) })
