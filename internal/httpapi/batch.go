@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/partita/partita"
-	"github.com/partita/partita/edm"
 	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/changeset"
 	"github.com/partita/partita/internal/wire"
@@ -174,17 +173,8 @@ func (s *Server) writeBatchFailure(w http.ResponseWriter, rc *reqCtx, index, nop
 		msg = strconv.Itoa(index) + ":" + msg
 	}
 	s.log.Debug("batch operation rejected", "request_id", rc.id, "index", index, "code", code, "err", err)
-	body := wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))
-	resp := changeset.Response{
-		Status:    statusOf(code),
-		ContentID: contentID,
-		Header: []changeset.HeaderField{
-			{Name: "X-Content-Type-Options", Value: "nosniff"},
-			{Name: "DataServiceVersion", Value: "3.0;"},
-			{Name: "Content-Type", Value: wire.MinimalMetadata.ContentType()},
-		},
-		Body: body,
-	}
+	resp := s.subError(rc, code, msg, wire.MinimalMetadata)
+	resp.ContentID = contentID
 	bb, cb := changeset.NewBoundaries()
 	w.Header().Set("x-ms-error-code", string(code))
 	writeBatchResponse(w, bb, changeset.AppendResponse(nil, bb, cb, []changeset.Response{resp}))
@@ -331,11 +321,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 		if code == partita.CodeInternal {
 			return err
 		}
-		resp = changeset.Response{Status: statusOf(code), Header: []changeset.HeaderField{
-			{Name: "X-Content-Type-Options", Value: "nosniff"},
-			{Name: "DataServiceVersion", Value: "3.0;"},
-			{Name: "Content-Type", Value: meta.ContentType()},
-		}, Body: wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))}
+		resp = s.subError(rc, code, msg, meta)
 	} else {
 		resp = changeset.Response{Status: http.StatusOK, Header: []changeset.HeaderField{
 			{Name: "X-Content-Type-Options", Value: "nosniff"},
