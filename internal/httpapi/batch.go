@@ -103,7 +103,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	for i := range ops {
 		storeOps[i] = ops[i].op
 	}
-	if _, err := s.store.WriteBatch(r.Context(), rc.account, ops[0].table, storeOps); err != nil {
+	results, err := s.store.WriteBatch(r.Context(), rc.account, ops[0].table, storeOps)
+	if err != nil {
 		var be *partita.BatchError
 		if errors.As(err, &be) && partita.ErrorCode(be.Err) != partita.CodeInternal {
 			s.writeBatchFailure(w, rc, be.Index, len(ops), ops[be.Index].contentID, be.Err)
@@ -113,7 +114,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	}
 	resps := make([]changeset.Response, len(ops))
 	for i := range ops {
-		resps[i] = s.batchSuccess(rc, &ops[i])
+		resps[i] = s.batchSuccess(rc, &ops[i], results[i])
 	}
 	bb, cb := changeset.NewBoundaries()
 	writeBatchResponse(w, bb, changeset.AppendResponse(nil, bb, cb, resps))
@@ -131,8 +132,9 @@ func writeBatchResponse(w http.ResponseWriter, boundary string, body []byte) {
 	w.Write(body)
 }
 
-// batchSuccess builds the sub-response of a successful operation.
-func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
+// batchSuccess builds the sub-response of a successful operation, whose
+// write returned res.
+func (s *Server) batchSuccess(rc *reqCtx, o *batchOp, res partita.Result) changeset.Response {
 	e := o.op.Entity
 	resp := changeset.Response{Status: http.StatusNoContent, ContentID: o.contentID, Header: make([]changeset.HeaderField, 0, 7)}
 	add := func(n, v string) { resp.Header = append(resp.Header, changeset.HeaderField{Name: n, Value: v}) }
@@ -146,20 +148,21 @@ func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
 			add("DataServiceVersion", "3.0;")
 			add("Location", loc)
 			add("DataServiceId", loc)
-			add("ETag", e.ETag())
+			add("ETag", res.ETag())
 			return resp
 		}
 		resp.Status = http.StatusCreated
 		add("DataServiceVersion", "3.0;")
 		add("Content-Type", o.meta.ContentType())
 		add("Location", loc)
-		add("ETag", e.ETag())
+		add("ETag", res.ETag())
+		e.Timestamp = res.Timestamp // the response echoes the stored entity
 		resp.Body = wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: o.meta, Base: rc.base, Account: rc.account, Table: o.table, Element: true})
 	case partita.OpDelete:
 		add("DataServiceVersion", "1.0;")
 	default:
 		add("DataServiceVersion", "1.0;")
-		add("ETag", e.ETag())
+		add("ETag", res.ETag())
 	}
 	return resp
 }

@@ -597,3 +597,55 @@ func TestStore_MergeLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_WriteReportsTimestampInResult: a write's one way back is its
+// Result. The Op's entity is left as it was (its Timestamp stays zero),
+// and the Timestamp in the Result is the stored one, for every kind of
+// write, alone and in a batch.
+func TestStore_WriteReportsTimestampInResult(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := mustOpen(t, open)
+		if _, err := s.CreateTable(ctx, "a", "ways"); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, e *partita.Entity, r partita.Result) {
+			t.Helper()
+			if e.Timestamp != 0 {
+				t.Errorf("%s: the op's entity got Timestamp %d", what, e.Timestamp)
+			}
+			got, err := s.GetEntity(ctx, "a", "ways", e.Key())
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if r.Timestamp == 0 || got.Timestamp != r.Timestamp || r.ETag() != got.ETag() {
+				t.Errorf("%s: result Timestamp %d, stored %d", what, r.Timestamp, got.Timestamp)
+			}
+		}
+		var last partita.Result
+		for i, kind := range []partita.OpKind{partita.OpInsert, partita.OpInsertOrReplace, partita.OpInsertOrMerge,
+			partita.OpReplace, partita.OpMerge, partita.OpReplace} {
+			e := &partita.Entity{PartitionKey: "p", RowKey: "r", Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(int32(i))}}}
+			op := partita.Op{Kind: kind, Entity: e}
+			if i == 5 {
+				op.If = partita.Condition{Kind: partita.IfETag, Ticks: last.Timestamp}
+			}
+			r, err := s.Write(ctx, "a", "ways", op)
+			if err != nil {
+				t.Fatalf("%v: %v", kind, err)
+			}
+			check(kind.String(), e, r)
+			last = r
+		}
+		ops := []partita.Op{
+			{Kind: partita.OpInsert, Entity: &partita.Entity{PartitionKey: "q", RowKey: "1"}},
+			{Kind: partita.OpInsertOrMerge, Entity: &partita.Entity{PartitionKey: "q", RowKey: "2"}},
+		}
+		rs, err := s.WriteBatch(ctx, "a", "ways", ops)
+		if err != nil || len(rs) != len(ops) {
+			t.Fatalf("batch: %v, %d results", err, len(rs))
+		}
+		for i, op := range ops {
+			check("batch "+op.Kind.String(), op.Entity, rs[i])
+		}
+	})
+}
