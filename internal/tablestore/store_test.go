@@ -32,6 +32,11 @@ func engines(t *testing.T, fn func(t *testing.T, open opener)) {
 	t.Run("mem", func(t *testing.T) {
 		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) { return memkv.New(), tablestore.Options{} })
 	})
+	// The shared-store paths (conditional writes, one-round-trip point
+	// reads) on memkv, so they run without PostgreSQL.
+	t.Run("mem-shared", func(t *testing.T) {
+		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) { return memkv.New(), tablestore.Options{Shared: true} })
+	})
 	t.Run("pebble", func(t *testing.T) {
 		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) {
 			db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{NoSync: true, MinFreeBytes: -1})
@@ -406,10 +411,16 @@ func TestStore_SharedTimestampsIncrease(t *testing.T) {
 	}
 }
 
+// condDB is an engine with one-statement conditional writes.
+type condDB interface {
+	kv.DB
+	kv.CondWriter
+}
+
 // countingDB counts the transactions and one-statement conditional writes
 // an engine is asked for.
 type countingDB struct {
-	*pgkv.DB
+	condDB
 	updates, conds int
 	mu             sync.Mutex
 }
@@ -418,14 +429,14 @@ func (c *countingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	c.mu.Lock()
 	c.updates++
 	c.mu.Unlock()
-	return c.DB.Update(ctx, fn)
+	return c.condDB.Update(ctx, fn)
 }
 
 func (c *countingDB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
 	c.mu.Lock()
 	c.conds++
 	c.mu.Unlock()
-	return c.DB.CondWrite(ctx, w)
+	return c.condDB.CondWrite(ctx, w)
 }
 
 func (c *countingDB) take() (updates, conds int) {
@@ -436,20 +447,35 @@ func (c *countingDB) take() (updates, conds int) {
 	return u, k
 }
 
-// TestStore_SharedConditionalWritesOneStatement: on PostgreSQL an insert,
-// a replace with an ETag and deletes are one statement each once the front
-// end has seen the table, with the service's answers when a condition
-// fails (from the transaction that then runs); and a front end whose
-// knowledge of the table is stale (another front end dropped and
-// re-created it) never writes into the old table.
+// TestStore_SharedConditionalWritesOneStatement: on a shared store (memkv,
+// and PostgreSQL when available) an insert, a replace with an ETag and
+// deletes are one statement each once the front end has seen the table,
+// with the service's answers when a condition fails (from the transaction
+// that then runs); and a front end whose knowledge of the table is stale
+// (another front end dropped and re-created it) never writes into the old
+// table.
 func TestStore_SharedConditionalWritesOneStatement(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	t.Run("mem", func(t *testing.T) {
+		db := memkv.New()
+		testSharedConditionalWrites(t, func() condDB { return db })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.NewDatabase(t)
+		testSharedConditionalWrites(t, func() condDB {
+			db, err := pgkv.Open(ctx, dsn, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		})
+	})
+}
+
+// testSharedConditionalWrites runs TestStore_SharedConditionalWritesOneStatement
+// with two front ends over the engines connect returns (one database).
+func testSharedConditionalWrites(t *testing.T, connect func() condDB) {
 	open := func() (*tablestore.Store, *countingDB) {
-		db, err := pgkv.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &countingDB{DB: db}
+		c := &countingDB{condDB: connect()}
 		s, err := tablestore.Open(ctx, c, tablestore.Options{Shared: true})
 		if err != nil {
 			t.Fatal(err)
