@@ -23,7 +23,7 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 		top = partita.MaxPageSize
 	}
 	plan := odata.PlanQuery(q.Filter)
-	pg := &page{ctx: ctx, q: q, top: top, fn: fn, deadline: time.Now().Add(s.opts.ScanTimeBudget)}
+	pg := &page{ctx: ctx, q: q, top: top, fn: fn, deadline: s.opts.Now().Add(s.opts.ScanTimeBudget)}
 	pg.info.Class = plan.Class
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		t, err := s.table(r, account, tableName)
@@ -85,7 +85,7 @@ func (s *Store) scan(r kv.Reader, o kv.IterOptions, pg *page) (bool, error) {
 	get := v.get
 	for ok := it.First(); ok; ok = it.Next() {
 		if pg.matched >= pg.top || info.Examined >= s.opts.MaxExamined ||
-			(info.Examined&255 == 255 && (time.Now().After(pg.deadline) || pg.ctx.Err() != nil)) {
+			(info.Examined&255 == 255 && (s.opts.Now().After(pg.deadline) || pg.ctx.Err() != nil)) {
 			pk, rk, err := decodeEntityKey(it.Key())
 			if err != nil {
 				return false, err

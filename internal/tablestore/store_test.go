@@ -675,3 +675,43 @@ func TestStore_WriteReportsTimestampInResult(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_ScanBudgetFollowsClock: the scan budget is measured on the
+// store's clock (Options.Now), like every other time the store reads: with
+// a clock that leaps an hour per reading, a page stops at its first budget
+// check with a continuation, however fast the scan really is.
+func TestStore_ScanBudgetFollowsClock(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	leap := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Hour)
+		return now
+	}
+	s, err := tablestore.Open(ctx, memkv.New(), tablestore.Options{Now: leap, ScanTimeBudget: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTable(ctx, "a", "budget"); err != nil {
+		t.Fatal(err)
+	}
+	var ops []partita.Op
+	for i := 0; i < 600; i++ {
+		ops = append(ops, partita.Op{Kind: partita.OpInsert, Entity: &partita.Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%04d", i)}})
+	}
+	for i := 0; i < len(ops); i += 100 {
+		if _, err := s.WriteBatch(ctx, "a", "budget", ops[i:i+100]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	info, err := s.QueryEntities(ctx, "a", "budget", partita.Query{}, func(*partita.Entity) error { n++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Next == nil || n != 255 || info.Next.RowKey != "0255" {
+		t.Fatalf("got %d entities, next %+v; want the page to end after 255 at the first budget check", n, info.Next)
+	}
+}
