@@ -7,6 +7,7 @@ import (
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/invariants"
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/odata"
 )
@@ -109,14 +110,25 @@ func (s *Store) scan(r kv.Reader, o kv.IterOptions, pg *page) (bool, error) {
 			}
 			e.PartitionKey, e.RowKey = pk, rk
 		}
-		if err := decodeEntityInto(it.Value(), e, borrow); err != nil {
+		val := it.Value()
+		var lent []byte
+		if borrow && invariants.Enabled {
+			// Lend a copy, poisoned when fn returns, so that a callback
+			// that keeps what it borrowed reads garbage in tests.
+			lent = bytes.Clone(val)
+			val = lent
+		}
+		if err := decodeEntityInto(val, e, borrow); err != nil {
 			return false, err
 		}
 		if filter != nil && v.bad && !odata.Eval(filter, e.Get) {
+			invariants.Poison(lent)
 			continue
 		}
 		pg.matched++
-		if err := pg.fn(e); err == partita.ErrStopPage {
+		err := pg.fn(e)
+		invariants.Poison(lent)
+		if err == partita.ErrStopPage {
 			pg.matched = pg.top // the page is full: report the next key, if any
 		} else if err != nil {
 			return false, err
