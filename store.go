@@ -97,6 +97,8 @@ type Query struct {
 	// given (no string, slice or the entity itself) after it returns, so
 	// the store may hand it property names and values that alias its read
 	// buffers instead of copies. The keys are always the callback's to keep.
+	// In an invariants build (-tags invariants) the store lends copies and
+	// poisons them when the callback returns, so a breach fails tests.
 	Borrow bool
 }
 
