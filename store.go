@@ -78,10 +78,14 @@ type Op struct {
 }
 
 // Result is the outcome of a successful write: the new Timestamp (zero for
-// a delete).
+// a delete). It is the one way a write reports it: the store does not
+// change the Op's entity.
 type Result struct {
 	Timestamp int64
 }
+
+// ETag returns the ETag of the written entity.
+func (r Result) ETag() string { return FormatETag(r.Timestamp) }
 
 // Query asks for entities of a table.
 type Query struct {
@@ -93,6 +97,8 @@ type Query struct {
 	// given (no string, slice or the entity itself) after it returns, so
 	// the store may hand it property names and values that alias its read
 	// buffers instead of copies. The keys are always the callback's to keep.
+	// In an invariants build (-tags invariants) the store lends copies and
+	// poisons them when the callback returns, so a breach fails tests.
 	Borrow bool
 }
 
@@ -129,7 +135,8 @@ type Store interface {
 	// q.Top of them. The entity passed to fn is valid only during the call.
 	// Codes: TableNotFound.
 	QueryEntities(ctx context.Context, account, table string, q Query, fn func(*Entity) error) (QueryInfo, error)
-	// Write applies one write operation and sets op.Entity.Timestamp.
+	// Write applies one write operation and returns the entity's new
+	// Timestamp in its Result; op.Entity is left as it was.
 	// Codes: TableNotFound, ResourceNotFound, EntityAlreadyExists,
 	// UpdateConditionNotSatisfied and the validation codes of
 	// Entity.Validate.
@@ -138,7 +145,7 @@ type Store interface {
 	// PartitionKey and name distinct entities (CheckEntityGroup): a batch
 	// that breaks this fails whole with CommandsInBatchActOnDifferentPartitions
 	// or InvalidDuplicateRow. A failing op is reported as *BatchError with
-	// its index.
+	// its index. The Results are in the order of ops, as Write's.
 	WriteBatch(ctx context.Context, account, table string, ops []Op) ([]Result, error)
 
 	// GetTableACL returns a table's stored access policies in their stored

@@ -81,7 +81,7 @@ func formatParseResult(e Expr, err error) string {
 		if !errors.As(err, &pe) {
 			return fmt.Sprintf("error of type %T: %v", err, err)
 		}
-		return fmt.Sprintf("error %s pos=%d: %s", pe.Code, pe.Pos, pe.Message)
+		return fmt.Sprintf("error %s pos=%d: %s", pe.Kind, pe.Pos, pe.Message)
 	}
 	if e == nil {
 		return "<nil>"

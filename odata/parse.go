@@ -7,42 +7,50 @@ import (
 	"github.com/partita/partita/edm"
 )
 
-// Error codes of the errors Parse returns.
-const (
-	CodeInvalidInput   = "InvalidInput"   // HTTP 400
-	CodeNotImplemented = "NotImplemented" // HTTP 501
-)
-
-// Messages of the errors Parse returns that do not depend on the filter.
-const (
-	MsgInvalidInput   = "One of the request inputs is not valid."
-	MsgNotImplemented = "The requested operation is not implemented on the specified resource."
-)
-
 // MaxDepth is how deeply parentheses and not operators may nest. Deeper
 // filters are syntax errors.
 const MaxDepth = 1000
 
+// ErrorKind says what is wrong with a filter. odata knows nothing of HTTP
+// or of the service's error codes: the HTTP layer maps each kind to the
+// status, code and message the service answers with.
+type ErrorKind uint8
+
+const (
+	// ErrSyntax is a malformed filter or an unrecognized literal. Its
+	// Message is the service's, quoting the filter and the position.
+	ErrSyntax ErrorKind = iota + 1
+	// ErrNullComparison is a comparison with null, which the service
+	// refuses as invalid input.
+	ErrNullComparison
+	// ErrUnsupportedComparison is a comparison of two properties or of two
+	// literals, which the service does not implement.
+	ErrUnsupportedComparison
+)
+
+func (k ErrorKind) String() string {
+	switch k {
+	case ErrSyntax:
+		return "syntax"
+	case ErrNullComparison:
+		return "null-comparison"
+	case ErrUnsupportedComparison:
+		return "unsupported-comparison"
+	}
+	return "ErrorKind(" + strconv.Itoa(int(k)) + ")"
+}
+
 // Error is the error Parse returns.
 type Error struct {
-	Code    string // CodeInvalidInput (400) or CodeNotImplemented (501)
-	Message string // the service's error message
+	Kind    ErrorKind
+	Message string
 	// Pos is the byte offset in the filter where parsing stopped, for syntax
 	// errors and unrecognized literals (where it is the literal's start);
 	// -1 for the others.
 	Pos int
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// StatusCode returns the HTTP status of the error: 501 for NotImplemented,
-// else 400.
-func (e *Error) StatusCode() int {
-	if e.Code == CodeNotImplemented {
-		return 501
-	}
-	return 400
-}
+func (e *Error) Error() string { return e.Kind.String() + ": " + e.Message }
 
 // utf16Pos converts a byte offset in s to the UTF-16 code unit offset that
 // the service (a .NET program) reports. Invalid UTF-8 bytes count as one unit
@@ -61,7 +69,7 @@ func utf16Pos(s string, pos int) int {
 
 func syntaxError(filter string, pos int) *Error {
 	return &Error{
-		Code:    CodeInvalidInput,
+		Kind:    ErrSyntax,
 		Message: "Syntax error at position " + strconv.Itoa(utf16Pos(filter, pos)) + " in '" + filter + "'.",
 		Pos:     pos,
 	}
@@ -70,7 +78,7 @@ func syntaxError(filter string, pos int) *Error {
 func literalError(filter string, typ edm.Type, tok token) *Error {
 	lit := filter[tok.start:tok.end]
 	return &Error{
-		Code: CodeInvalidInput,
+		Kind: ErrSyntax,
 		Message: "Unrecognized '" + typ.String() + "' literal '" + lit + "' at '" +
 			strconv.Itoa(utf16Pos(filter, tok.start)) + "' in '" + filter + "'.",
 		Pos: tok.start,
@@ -262,9 +270,9 @@ func (p *parser) parsePrimary() (Expr, *Error) {
 	case a.kind == opLit && b.kind == opProp:
 		return &Compare{Op: op.Flip(), Prop: b.name, Value: a.val}, nil
 	case a.kind == opNull || b.kind == opNull:
-		p.defer_(&Error{Code: CodeInvalidInput, Message: MsgInvalidInput, Pos: -1})
+		p.defer_(&Error{Kind: ErrNullComparison, Message: "a comparison with null", Pos: -1})
 	default: // two properties or two literals
-		p.defer_(&Error{Code: CodeNotImplemented, Message: MsgNotImplemented, Pos: -1})
+		p.defer_(&Error{Kind: ErrUnsupportedComparison, Message: "a comparison of two properties or of two literals", Pos: -1})
 	}
 	return &BoolProp{}, nil // placeholder; the deferred error is returned
 }

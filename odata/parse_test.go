@@ -22,7 +22,7 @@ func TestParseDepth(t *testing.T) {
 	} {
 		_, err := Parse(deep)
 		var pe *Error
-		if !errors.As(err, &pe) || pe.Code != CodeInvalidInput || !strings.HasPrefix(pe.Message, "Syntax error at position ") {
+		if !errors.As(err, &pe) || pe.Kind != ErrSyntax || !strings.HasPrefix(pe.Message, "Syntax error at position ") {
 			t.Fatalf("too deep: got %v", err)
 		}
 	}
@@ -39,11 +39,11 @@ func TestParseErrorIsTyped(t *testing.T) {
 		t.Fatal("expression with error")
 	}
 	pe, ok := err.(*Error)
-	if !ok || pe.StatusCode() != 400 || pe.Pos != 4 {
+	if !ok || pe.Kind != ErrSyntax || pe.Pos != 4 {
 		t.Fatalf("got %#v", err)
 	}
 	_, err = Parse("A eq B")
-	if pe, ok := err.(*Error); !ok || pe.StatusCode() != 501 || pe.Pos != -1 {
+	if pe, ok := err.(*Error); !ok || pe.Kind != ErrUnsupportedComparison || pe.Pos != -1 {
 		t.Fatalf("got %#v", err)
 	}
 	// A nil *Error must never hide in a non-nil error.

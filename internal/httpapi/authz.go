@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -150,28 +149,6 @@ func sasRangeFilter(s *auth.SAS) odata.Expr {
 		and(cmp(pk, odata.Le, s.EndPK))
 	}
 	return e
-}
-
-// sasError maps SAS failures to the service's codes and messages.
-func sasError(err error) (partita.Code, string, bool) {
-	switch {
-	case errors.Is(err, auth.ErrSASProtocol):
-		return partita.CodeAuthorizationProtocolMismatch, "This request is not authorized to perform this operation using this protocol.", true
-	case errors.Is(err, auth.ErrSASIP):
-		return partita.CodeAuthorizationSourceIPMismatch, "This request is not authorized to perform this operation using this source IP.", true
-	case errors.Is(err, auth.ErrSASPermission):
-		return partita.CodeAuthorizationPermissionMismatch, "This request is not authorized to perform this operation using this permission.", true
-	case errors.Is(err, auth.ErrSASResourceType):
-		return partita.CodeAuthorizationResourceTypeMismatch, "This request is not authorized to perform this operation using this resource type.", true
-	case errors.Is(err, auth.ErrSASService):
-		return partita.CodeAuthorizationServiceMismatch, "This request is not authorized to perform this operation using this service.", true
-	case errors.Is(err, auth.ErrSASTable), errors.Is(err, auth.ErrSASKeyRange), errors.Is(err, auth.ErrSASOperation):
-		return partita.CodeAuthorizationFailure, "This request is not authorized to perform this operation.", true
-	case errors.Is(err, auth.ErrMalformedSAS), errors.Is(err, auth.ErrSASExpired), errors.Is(err, auth.ErrSASNotYetValid),
-		errors.Is(err, auth.ErrPolicyNotFound), errors.Is(err, auth.ErrPolicyConflict):
-		return partita.CodeAuthenticationFailed, partita.MsgAuthenticationFailed, true
-	}
-	return "", "", false
 }
 
 // loadProperties returns an account's service properties (the defaults

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/partita/partita"
-	"github.com/partita/partita/edm"
 	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/changeset"
 	"github.com/partita/partita/internal/wire"
@@ -104,7 +103,8 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	for i := range ops {
 		storeOps[i] = ops[i].op
 	}
-	if _, err := s.store.WriteBatch(r.Context(), rc.account, ops[0].table, storeOps); err != nil {
+	results, err := s.store.WriteBatch(r.Context(), rc.account, ops[0].table, storeOps)
+	if err != nil {
 		var be *partita.BatchError
 		if errors.As(err, &be) && partita.ErrorCode(be.Err) != partita.CodeInternal {
 			s.writeBatchFailure(w, rc, be.Index, len(ops), ops[be.Index].contentID, be.Err)
@@ -114,7 +114,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	}
 	resps := make([]changeset.Response, len(ops))
 	for i := range ops {
-		resps[i] = s.batchSuccess(rc, &ops[i])
+		resps[i] = s.batchSuccess(rc, &ops[i], results[i])
 	}
 	bb, cb := changeset.NewBoundaries()
 	writeBatchResponse(w, bb, changeset.AppendResponse(nil, bb, cb, resps))
@@ -132,8 +132,9 @@ func writeBatchResponse(w http.ResponseWriter, boundary string, body []byte) {
 	w.Write(body)
 }
 
-// batchSuccess builds the sub-response of a successful operation.
-func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
+// batchSuccess builds the sub-response of a successful operation, whose
+// write returned res.
+func (s *Server) batchSuccess(rc *reqCtx, o *batchOp, res partita.Result) changeset.Response {
 	e := o.op.Entity
 	resp := changeset.Response{Status: http.StatusNoContent, ContentID: o.contentID, Header: make([]changeset.HeaderField, 0, 7)}
 	add := func(n, v string) { resp.Header = append(resp.Header, changeset.HeaderField{Name: n, Value: v}) }
@@ -147,20 +148,21 @@ func (s *Server) batchSuccess(rc *reqCtx, o *batchOp) changeset.Response {
 			add("DataServiceVersion", "3.0;")
 			add("Location", loc)
 			add("DataServiceId", loc)
-			add("ETag", e.ETag())
+			add("ETag", res.ETag())
 			return resp
 		}
 		resp.Status = http.StatusCreated
 		add("DataServiceVersion", "3.0;")
 		add("Content-Type", o.meta.ContentType())
 		add("Location", loc)
-		add("ETag", e.ETag())
+		add("ETag", res.ETag())
+		e.Timestamp = res.Timestamp // the response echoes the stored entity
 		resp.Body = wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: o.meta, Base: rc.base, Account: rc.account, Table: o.table, Element: true})
 	case partita.OpDelete:
 		add("DataServiceVersion", "1.0;")
 	default:
 		add("DataServiceVersion", "1.0;")
-		add("ETag", e.ETag())
+		add("ETag", res.ETag())
 	}
 	return resp
 }
@@ -174,17 +176,8 @@ func (s *Server) writeBatchFailure(w http.ResponseWriter, rc *reqCtx, index, nop
 		msg = strconv.Itoa(index) + ":" + msg
 	}
 	s.log.Debug("batch operation rejected", "request_id", rc.id, "index", index, "code", code, "err", err)
-	body := wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))
-	resp := changeset.Response{
-		Status:    statusOf(code),
-		ContentID: contentID,
-		Header: []changeset.HeaderField{
-			{Name: "X-Content-Type-Options", Value: "nosniff"},
-			{Name: "DataServiceVersion", Value: "3.0;"},
-			{Name: "Content-Type", Value: wire.MinimalMetadata.ContentType()},
-		},
-		Body: body,
-	}
+	resp := s.subError(rc, code, msg, wire.MinimalMetadata)
+	resp.ContentID = contentID
 	bb, cb := changeset.NewBoundaries()
 	w.Header().Set("x-ms-error-code", string(code))
 	writeBatchResponse(w, bb, changeset.AppendResponse(nil, bb, cb, []changeset.Response{resp}))
@@ -331,11 +324,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 		if code == partita.CodeInternal {
 			return err
 		}
-		resp = changeset.Response{Status: statusOf(code), Header: []changeset.HeaderField{
-			{Name: "X-Content-Type-Options", Value: "nosniff"},
-			{Name: "DataServiceVersion", Value: "3.0;"},
-			{Name: "Content-Type", Value: meta.ContentType()},
-		}, Body: wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))}
+		resp = s.subError(rc, code, msg, meta)
 	} else {
 		resp = changeset.Response{Status: http.StatusOK, Header: []changeset.HeaderField{
 			{Name: "X-Content-Type-Options", Value: "nosniff"},

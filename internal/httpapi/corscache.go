@@ -38,7 +38,7 @@ type corsEntry struct {
 
 // rules returns the account's CORS rules, from the cache while fresh.
 func (c *corsCache) rules(ctx context.Context, s *Server, account string) ([]settings.CorsRule, error) {
-	now := time.Now()
+	now := s.now()
 	c.mu.RLock()
 	e, ok := c.m[account]
 	gen := c.gen

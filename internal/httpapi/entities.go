@@ -73,11 +73,13 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	if pref != "" {
 		w.Header().Set("Preference-Applied", pref)
 	}
-	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e}); err != nil {
+	res, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e})
+	if err != nil {
 		return err
 	}
+	e.Timestamp = res.Timestamp // the response echoes the stored entity
 	h := w.Header()
-	h[hdrETag] = []string{e.ETag()}
+	h[hdrETag] = []string{res.ETag()}
 	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
 	h.Set("Location", loc)
 	if pref == "return-no-content" {
@@ -124,10 +126,11 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 		// reports the key as the body validation does.
 		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 	}
-	if _, err := s.store.Write(r.Context(), rc.account, table, op); err != nil {
+	res, err := s.store.Write(r.Context(), rc.account, table, op)
+	if err != nil {
 		return err
 	}
-	w.Header()[hdrETag] = []string{e.ETag()}
+	w.Header()[hdrETag] = []string{res.ETag()}
 	writeNoContent(w)
 	return nil
 }

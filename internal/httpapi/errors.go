@@ -10,6 +10,7 @@ import (
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
 	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/changeset"
 	"github.com/partita/partita/internal/wire"
 	"github.com/partita/partita/odata"
 )
@@ -63,7 +64,9 @@ var statusByCode = map[partita.Code]int{
 	partita.CodeInsufficientAccountPermissions:          http.StatusForbidden,
 }
 
-// classify decides the code and the client-safe message of any error.
+// classify decides the code and the client-safe message of any error:
+// partita's own, odata's, the authentication and SAS failures, an
+// oversized body, a deadline. Everything else is an internal error.
 func classify(err error) (partita.Code, string) {
 	var pe *partita.Error
 	var oe *odata.Error
@@ -75,7 +78,7 @@ func classify(err error) (partita.Code, string) {
 	case errors.As(err, &pe):
 		return pe.Code, pe.Message
 	case errors.As(err, &oe):
-		return partita.Code(oe.Code), oe.Message
+		return filterError(oe)
 	case errors.As(err, &mb):
 		return partita.CodeRequestBodyTooLarge, partita.MsgRequestBodyTooLarge
 	case errors.Is(err, auth.ErrMalformed):
@@ -87,6 +90,44 @@ func classify(err error) (partita.Code, string) {
 		return partita.CodeOperationTimedOut, "Operation could not be completed within the specified time."
 	}
 	return partita.CodeInternal, partita.MsgInternal
+}
+
+// filterError maps a $filter error to the service's answer: a syntax
+// error quotes the filter and the position; a comparison with null is
+// plain invalid input; one of two properties or two literals is not
+// implemented (501).
+func filterError(e *odata.Error) (partita.Code, string) {
+	switch e.Kind {
+	case odata.ErrSyntax:
+		return partita.CodeInvalidInput, e.Message
+	case odata.ErrNullComparison:
+		return partita.CodeInvalidInput, partita.MsgInvalidInput
+	case odata.ErrUnsupportedComparison:
+		return partita.CodeNotImplemented, partita.MsgNotImplemented
+	}
+	return partita.CodeInternal, partita.MsgInternal
+}
+
+// sasError maps SAS failures to the service's codes and messages.
+func sasError(err error) (partita.Code, string, bool) {
+	switch {
+	case errors.Is(err, auth.ErrSASProtocol):
+		return partita.CodeAuthorizationProtocolMismatch, "This request is not authorized to perform this operation using this protocol.", true
+	case errors.Is(err, auth.ErrSASIP):
+		return partita.CodeAuthorizationSourceIPMismatch, "This request is not authorized to perform this operation using this source IP.", true
+	case errors.Is(err, auth.ErrSASPermission):
+		return partita.CodeAuthorizationPermissionMismatch, "This request is not authorized to perform this operation using this permission.", true
+	case errors.Is(err, auth.ErrSASResourceType):
+		return partita.CodeAuthorizationResourceTypeMismatch, "This request is not authorized to perform this operation using this resource type.", true
+	case errors.Is(err, auth.ErrSASService):
+		return partita.CodeAuthorizationServiceMismatch, "This request is not authorized to perform this operation using this service.", true
+	case errors.Is(err, auth.ErrSASTable), errors.Is(err, auth.ErrSASKeyRange), errors.Is(err, auth.ErrSASOperation):
+		return partita.CodeAuthorizationFailure, "This request is not authorized to perform this operation.", true
+	case errors.Is(err, auth.ErrMalformedSAS), errors.Is(err, auth.ErrSASExpired), errors.Is(err, auth.ErrSASNotYetValid),
+		errors.Is(err, auth.ErrPolicyNotFound), errors.Is(err, auth.ErrPolicyConflict):
+		return partita.CodeAuthenticationFailed, partita.MsgAuthenticationFailed, true
+	}
+	return "", "", false
 }
 
 func statusOf(code partita.Code) int {
@@ -114,23 +155,42 @@ func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 		h.Set("Connection", "close")
 	}
 	h.Set("x-ms-error-code", string(code))
-	ticks := edm.TicksFromTime(s.now())
 	if rc.xml {
 		h.Set("Content-Type", "application/xml")
-		body := wire.AppendXMLError(nil, string(code), msg, rc.id, ticks)
+		body := wire.AppendXMLError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))
 		h.Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(status)
 		w.Write(body)
 		return
 	}
 	h.Set("Content-Type", rc.meta.ContentType())
-	body := wire.AppendError(nil, string(code), msg, rc.id, ticks)
+	body := s.errorBody(rc, code, msg)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
 }
 
-// logger is a tiny indirection so tests can pass nil.
+// errorBody is the JSON error body of a response to rc.
+func (s *Server) errorBody(rc *reqCtx, code partita.Code, msg string) []byte {
+	return wire.AppendError(nil, string(code), msg, rc.id, edm.TicksFromTime(s.now()))
+}
+
+// subError is the part of a batch response that answers a failed
+// sub-request: the status of code and its JSON error body.
+func (s *Server) subError(rc *reqCtx, code partita.Code, msg string, meta wire.Metadata) changeset.Response {
+	return changeset.Response{
+		Status: statusOf(code),
+		Header: []changeset.HeaderField{
+			{Name: "X-Content-Type-Options", Value: "nosniff"},
+			{Name: "DataServiceVersion", Value: "3.0;"},
+			{Name: "Content-Type", Value: meta.ContentType()},
+		},
+		Body: s.errorBody(rc, code, msg),
+	}
+}
+
+// orDefault returns l, or slog.Default() when l is nil (Options.Logger
+// is optional).
 func orDefault(l *slog.Logger) *slog.Logger {
 	if l == nil {
 		return slog.Default()

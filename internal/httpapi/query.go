@@ -91,14 +91,8 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		// a constant-false filter reads nothing.
 		q.Filter = &odata.BoolLit{Value: false}
 	}
-	npk, rk := rc.query.Get("NextPartitionKey"), rc.query.Get("NextRowKey")
-	if npk != "" || rk != "" {
-		pk, ok1 := wire.DecodeToken(npk)
-		rk, ok2 := wire.DecodeToken(rk)
-		if !ok1 || (!ok2 && rc.query.Get("NextRowKey") != "") {
-			return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
-		}
-		q.Next = &partita.Key{PartitionKey: pk, RowKey: rk}
+	if q.Next, err = wire.ParseNextKey(rc.query); err != nil {
+		return err
 	}
 	q.Borrow = true // each entity is encoded into b before the callback returns
 	o := s.entityOptions(rc, table)
@@ -111,17 +105,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		}
 	}()
 	b := (*bp)[:0]
-	b = append(b, '{')
-	if rc.meta != wire.NoMetadata {
-		md := rc.base + "/$metadata#" + table
-		if sel != nil {
-			md += "&$select=" + strings.Join(sel, ",")
-		}
-		b = append(b, `"odata.metadata":`...)
-		b = wire.AppendString(b, md)
-		b = append(b, ',')
-	}
-	b = append(b, `"value":[`...)
+	b = wire.AppendPageStart(b, rc.meta, wire.EntitiesMetadataURL(rc.base, table, sel))
 	n := 0
 	info, err := s.store.QueryEntities(r.Context(), rc.account, table, q, func(e *partita.Entity) error {
 		if n > 0 {
@@ -138,14 +122,11 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	if err != nil {
 		return err
 	}
-	b = append(b, "]}"...)
+	b = wire.AppendPageEnd(b)
 	*bp = b
 	h := w.Header()
 	h.Set(hdrQueryClass, info.Class.String())
-	if info.Next != nil {
-		h.Set("x-ms-continuation-NextPartitionKey", wire.EncodeToken(info.Next.PartitionKey))
-		h.Set("x-ms-continuation-NextRowKey", wire.EncodeToken(info.Next.RowKey))
-	}
+	wire.SetNextKey(h, info.Next)
 	writeJSON(w, rc, http.StatusOK, b)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/odata"
 )
 
 func TestStatusByCode_Complete(t *testing.T) {
@@ -113,4 +114,26 @@ func FuzzParseResource(f *testing.F) {
 			t.Fatalf("parseResource(%q) = %+v; re-encoded %q gives %+v, %v", in, r, again, r2, err)
 		}
 	})
+}
+
+// TestClassifyFilterErrors checks the one edge between odata and HTTP: each
+// kind of $filter error gets the service's code, status and message.
+func TestClassifyFilterErrors(t *testing.T) {
+	for _, tt := range []struct {
+		filter string
+		code   partita.Code
+		status int
+		msg    string
+	}{
+		{"A eq", partita.CodeInvalidInput, 400, "Syntax error at position 4 in 'A eq'."},
+		{"A eq 1x", partita.CodeInvalidInput, 400, "Syntax error at position 7 in 'A eq 1x'."},
+		{"A eq null", partita.CodeInvalidInput, 400, partita.MsgInvalidInput},
+		{"A eq B", partita.CodeNotImplemented, 501, partita.MsgNotImplemented},
+	} {
+		_, err := odata.Parse(tt.filter)
+		code, msg := classify(err)
+		if code != tt.code || msg != tt.msg || statusOf(code) != tt.status {
+			t.Errorf("%q: got %s %d %q, want %s %d %q", tt.filter, code, statusOf(code), msg, tt.code, tt.status, tt.msg)
+		}
+	}
 }

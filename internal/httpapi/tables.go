@@ -148,12 +148,8 @@ func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *r
 			return err
 		}
 	}
-	if t := rc.query.Get("NextTableName"); t != "" {
-		name, ok := wire.DecodeToken(t)
-		if !ok {
-			return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
-		}
-		q.NextTableName = name
+	if q.NextTableName, err = wire.ParseNextTable(rc.query); err != nil {
+		return err
 	}
 	if zero {
 		q.Filter = &odata.BoolLit{Value: false} // $top=0: no tables
@@ -165,23 +161,15 @@ func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *r
 			return err
 		}
 	}
-	b := []byte{'{'}
-	if rc.meta != wire.NoMetadata {
-		b = append(b, `"odata.metadata":`...)
-		b = wire.AppendString(b, rc.base+"/$metadata#Tables")
-		b = append(b, ',')
-	}
-	b = append(b, `"value":[`...)
+	b := wire.AppendPageStart(nil, rc.meta, wire.TablesMetadataURL(rc.base))
 	for i, t := range page.Tables {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendTable(b, rc, t.Name, false)
 	}
-	b = append(b, "]}"...)
-	if page.NextTableName != "" {
-		w.Header().Set("x-ms-continuation-NextTableName", wire.EncodeToken(page.NextTableName))
-	}
+	b = wire.AppendPageEnd(b)
+	wire.SetNextTable(w.Header(), page.NextTableName)
 	writeJSON(w, rc, http.StatusOK, b)
 	return nil
 }

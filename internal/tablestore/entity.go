@@ -189,8 +189,9 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 	var ts int64
 	if op.Kind != partita.OpDelete {
 		ts = s.tick(after)
-		e.Timestamp = ts
-		w.Value = appendEntity(make([]byte, 0, encodedSize(e)), e)
+		stored := *e // the caller's entity is left as it was
+		stored.Timestamp = ts
+		w.Value = appendEntity(make([]byte, 0, encodedSize(&stored)), &stored)
 	}
 	applied, err := cw(ctx, w)
 	if err != nil || !applied {
@@ -289,7 +290,7 @@ func readMany(tx kv.Txn, keys [][]byte) ([][]byte, error) {
 // apply performs one write of the entity at key inside tx, given its
 // current encoded value (nil when absent, or not read: see needsCurrent).
 // It checks existence and the ETag precondition, merges when asked, and
-// assigns the new Timestamp.
+// returns the new Timestamp; op.Entity is left as it was.
 func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (partita.Result, error) {
 	e := op.Entity
 	merge := op.Kind == partita.OpMerge || op.Kind == partita.OpInsertOrMerge
@@ -331,7 +332,7 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 		}
 		return partita.Result{}, nil
 	}
-	stored := e
+	var stored *partita.Entity
 	if merge && cur != nil {
 		// Both sides were validated (e by Write, cur when it was
 		// stored); only the entity-wide limits can fail now.
@@ -340,9 +341,11 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 			return partita.Result{}, err
 		}
 		stored = cur
+	} else {
+		cp := *e // the caller's entity is left as it was
+		stored = &cp
 	}
 	stored.Timestamp = s.tick(curTicks)
-	e.Timestamp = stored.Timestamp
 	val := appendEntity(make([]byte, 0, encodedSize(stored)), stored)
 	if err := tx.Set(key, val); err != nil {
 		return partita.Result{}, fmt.Errorf("write entity: %w", err)

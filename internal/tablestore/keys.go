@@ -9,16 +9,33 @@ import (
 
 // # Key layout
 //
-// Every key starts with a one-byte namespace:
+// This file declares every key partita stores. Each key starts with a
+// one-byte namespace; the namespaces are disjoint and nothing else writes
+// to the store:
 //
-//	0x01 catalog:  0x01 | account | 0x00 | lowercase table name  → table record
-//	0x02 meta:     0x02 "nextid" → next table id (uvarint); 0x02 "probe" → last readiness probe (uvarint ticks)
-//	0x03 entities: 0x03 | table id (8 bytes, big-endian) | str(PartitionKey) | str(RowKey) → entity value
+//	0x01 catalog:    0x01 | account | 0x00 | lowercase table name → table record
+//	0x02 meta:       0x02 | "nextid"                                → next table id (uvarint)
+//	                 0x02 | "probe"                                 → last readiness probe (uvarint ticks)
+//	0x03 entities:   0x03 | table id (8 bytes, big-endian) | str(PartitionKey) | str(RowKey) → entity value
+//	0x04 ACL:        0x04 | table id (8 bytes, big-endian)          → stored access policies
+//	0x05 properties: 0x05 | account                                 → service properties
 //
-// 0x04 and 0x05 hold settings (settings.go). Check walks the whole layout.
+// The values:
 //
-// Table ids are never shared by two live tables, so dropping a table is a
-// catalog change plus one range deletion of its id prefix.
+//   - table record (encodeTableRecord): version (1 byte, = 1) | state (1
+//     byte: 0 active, 1 being deleted) | table id (8 bytes, big-endian) |
+//     table name as created.
+//   - next id: the id the next created table gets, as a uvarint; absent
+//     means 1.
+//   - entity value: see codec.go (version, Timestamp, properties).
+//   - ACL and service properties: opaque here, the HTTP layer's settings
+//     encoding (internal/settings).
+//
+// In a catalog key the first 0x00 ends the account name, so an account's
+// tables are one key range (catalogPrefix) in name order. Table ids are never
+// shared by two live tables, so dropping a table is a catalog change plus
+// one range deletion of its id prefix (and the deletion of its ACL key: a
+// re-created table starts with no policies). Check walks the whole layout.
 //
 // str(s) is an order-preserving, prefix-free encoding of a string: the
 // UTF-8 bytes of s, with 0x00 written as 0x00 0xFF, the lead bytes 0xEE and
@@ -29,9 +46,15 @@ import (
 // U+E000 to U+FFFF. Bytes 0xF5 and 0xF6 never occur in valid UTF-8, so the
 // mapping is reversible for every valid key.
 const (
-	nsCatalog  = 0x01
-	nsEntities = 0x03
+	nsCatalog    = 0x01
+	nsNextID     = 0x02
+	nsEntities   = 0x03
+	nsACL        = 0x04
+	nsProperties = 0x05
 )
+
+// nextIDKey holds the next table id.
+var nextIDKey = []byte{nsNextID, 'n', 'e', 'x', 't', 'i', 'd'}
 
 var errBadKey = errors.New("tablestore: malformed entity key")
 
@@ -52,6 +75,16 @@ func tablePrefix(id uint64) []byte {
 	binary.BigEndian.PutUint64(b[1:], id)
 	return b
 }
+
+// aclKey is the key of a table's stored access policies.
+func aclKey(id uint64) []byte {
+	k := tablePrefix(id)
+	k[0] = nsACL
+	return k
+}
+
+// propertiesKey is the key of an account's service properties.
+func propertiesKey(account string) []byte { return append([]byte{nsProperties}, account...) }
 
 // appendStr appends str(s).
 func appendStr(b []byte, s string) []byte {

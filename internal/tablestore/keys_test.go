@@ -86,3 +86,31 @@ func BenchmarkEntityKey(b *testing.B) {
 		buf = entityKey(buf[:0], 42, "partition-0001", "row-0000000042")
 	}
 }
+
+// TestKeyNamespaces: every kind of key starts with its own namespace byte,
+// so no two kinds can collide, and each namespace is a key range of its
+// own.
+func TestKeyNamespaces(t *testing.T) {
+	for _, tt := range []struct {
+		what string
+		key  []byte
+		ns   byte
+	}{
+		{"catalog", catalogKey("acct", "tbl"), nsCatalog},
+		{"next id", nextIDKey, nsNextID},
+		{"entity", entityKey(nil, 7, "p", "r"), nsEntities},
+		{"ACL", aclKey(7), nsACL},
+		{"properties", propertiesKey("acct"), nsProperties},
+	} {
+		if len(tt.key) == 0 || tt.key[0] != tt.ns {
+			t.Errorf("%s key %q does not start with its namespace %#x", tt.what, tt.key, tt.ns)
+		}
+	}
+	seen := map[byte]bool{}
+	for _, ns := range []byte{nsCatalog, nsNextID, nsEntities, nsACL, nsProperties} {
+		if seen[ns] {
+			t.Errorf("namespace %#x declared twice", ns)
+		}
+		seen[ns] = true
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/invariants"
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/odata"
 )
@@ -23,10 +24,8 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 		top = partita.MaxPageSize
 	}
 	plan := odata.PlanQuery(q.Filter)
-	info := partita.QueryInfo{Class: plan.Class}
-	deadline := time.Now().Add(s.opts.ScanTimeBudget)
-	matched := 0
-	var e partita.Entity
+	pg := &page{ctx: ctx, q: q, top: top, fn: fn, deadline: s.opts.Now().Add(s.opts.ScanTimeBudget)}
+	pg.info.Class = plan.Class
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		t, err := s.table(r, account, tableName)
 		if err != nil {
@@ -50,20 +49,34 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 			if bytes.Compare(lo, hi) >= 0 {
 				continue
 			}
-			done, err := s.scan(ctx, r, kv.IterOptions{LowerBound: lo, UpperBound: hi}, q, &e, top, &matched, &info, deadline, fn)
+			done, err := s.scan(r, kv.IterOptions{LowerBound: lo, UpperBound: hi}, pg)
 			if err != nil || done {
 				return err
 			}
 		}
 		return nil
 	})
-	return info, err
+	return pg.info, err
 }
 
-// scan reads one key range. It returns done=true when the page is full or
-// the budget is spent (info.Next set if entities remain).
-func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, q partita.Query, e *partita.Entity, top int, matched *int, info *partita.QueryInfo, deadline time.Time, fn func(*partita.Entity) error) (bool, error) {
-	filter, borrow := q.Filter, q.Borrow
+// page is one page of a query, carried across the key ranges of its plan.
+type page struct {
+	ctx      context.Context
+	q        partita.Query
+	top      int       // entities the page may hold
+	deadline time.Time // when the scan budget is spent
+	fn       func(*partita.Entity) error
+
+	e       partita.Entity // passed to fn, reused for every entity
+	matched int            // entities passed to fn so far
+	info    partita.QueryInfo
+}
+
+// scan reads one key range into pg. It returns done=true when the page is
+// full or the budget is spent (pg.info.Next set if entities remain).
+func (s *Store) scan(r kv.Reader, o kv.IterOptions, pg *page) (bool, error) {
+	filter, borrow := pg.q.Filter, pg.q.Borrow
+	e, info := &pg.e, &pg.info
 	it, err := r.NewIter(o)
 	if err != nil {
 		return false, err
@@ -72,8 +85,8 @@ func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, q parti
 	var v view
 	get := v.get
 	for ok := it.First(); ok; ok = it.Next() {
-		if *matched >= top || info.Examined >= s.opts.MaxExamined ||
-			(info.Examined&255 == 255 && (time.Now().After(deadline) || ctx.Err() != nil)) {
+		if pg.matched >= pg.top || info.Examined >= s.opts.MaxExamined ||
+			(info.Examined&255 == 255 && (s.opts.Now().After(pg.deadline) || pg.ctx.Err() != nil)) {
 			pk, rk, err := decodeEntityKey(it.Key())
 			if err != nil {
 				return false, err
@@ -97,15 +110,26 @@ func (s *Store) scan(ctx context.Context, r kv.Reader, o kv.IterOptions, q parti
 			}
 			e.PartitionKey, e.RowKey = pk, rk
 		}
-		if err := decodeEntityInto(it.Value(), e, borrow); err != nil {
+		val := it.Value()
+		var lent []byte
+		if borrow && invariants.Enabled {
+			// Lend a copy, poisoned when fn returns, so that a callback
+			// that keeps what it borrowed reads garbage in tests.
+			lent = bytes.Clone(val)
+			val = lent
+		}
+		if err := decodeEntityInto(val, e, borrow); err != nil {
 			return false, err
 		}
 		if filter != nil && v.bad && !odata.Eval(filter, e.Get) {
+			invariants.Poison(lent)
 			continue
 		}
-		*matched++
-		if err := fn(e); err == partita.ErrStopPage {
-			*matched = top // the page is full: report the next key, if any
+		pg.matched++
+		err := pg.fn(e)
+		invariants.Poison(lent)
+		if err == partita.ErrStopPage {
+			pg.matched = pg.top // the page is full: report the next key, if any
 		} else if err != nil {
 			return false, err
 		}

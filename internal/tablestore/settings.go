@@ -8,26 +8,8 @@ import (
 	"github.com/partita/partita/internal/kv"
 )
 
-// Settings keys:
-//
-//	0x04 ACL:        0x04 | table id (8 bytes) → stored access policies
-//	0x05 properties: 0x05 | account            → service properties
-//
-// Values are opaque here (the HTTP layer's settings encoding). The ACL is
-// keyed by table id, so a dropped table's policies go with it and a
-// re-created table starts with none.
-const (
-	nsACL        = 0x04
-	nsProperties = 0x05
-)
-
-func aclKey(id uint64) []byte {
-	k := tablePrefix(id)
-	k[0] = nsACL
-	return k
-}
-
-func propertiesKey(account string) []byte { return append([]byte{nsProperties}, account...) }
+// The settings are stored under their own keys (keys.go: the ACL and
+// properties namespaces), their values opaque here.
 
 // GetTableACL implements partita.Store.
 func (s *Store) GetTableACL(ctx context.Context, account, table string) ([]byte, error) {

@@ -74,7 +74,7 @@ type Store struct {
 
 var _ partita.Store = (*Store)(nil)
 
-// tableRecord is a catalog entry.
+// tableRecord is a catalog entry (its encoding: keys.go).
 type tableRecord struct {
 	id      uint64
 	account string
@@ -87,9 +87,6 @@ const (
 	stateActive   = 0
 	stateDeleting = 1
 )
-
-// nextIDKey holds the next table id (uvarint).
-var nextIDKey = []byte{0x02, 'n', 'e', 'x', 't', 'i', 'd'}
 
 // Open opens a Store on db and resumes unfinished purges.
 func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {

@@ -32,6 +32,11 @@ func engines(t *testing.T, fn func(t *testing.T, open opener)) {
 	t.Run("mem", func(t *testing.T) {
 		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) { return memkv.New(), tablestore.Options{} })
 	})
+	// The shared-store paths (conditional writes, one-round-trip point
+	// reads) on memkv, so they run without PostgreSQL.
+	t.Run("mem-shared", func(t *testing.T) {
+		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) { return memkv.New(), tablestore.Options{Shared: true} })
+	})
 	t.Run("pebble", func(t *testing.T) {
 		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) {
 			db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{NoSync: true, MinFreeBytes: -1})
@@ -406,10 +411,16 @@ func TestStore_SharedTimestampsIncrease(t *testing.T) {
 	}
 }
 
+// condDB is an engine with one-statement conditional writes.
+type condDB interface {
+	kv.DB
+	kv.CondWriter
+}
+
 // countingDB counts the transactions and one-statement conditional writes
 // an engine is asked for.
 type countingDB struct {
-	*pgkv.DB
+	condDB
 	updates, conds int
 	mu             sync.Mutex
 }
@@ -418,14 +429,14 @@ func (c *countingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	c.mu.Lock()
 	c.updates++
 	c.mu.Unlock()
-	return c.DB.Update(ctx, fn)
+	return c.condDB.Update(ctx, fn)
 }
 
 func (c *countingDB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
 	c.mu.Lock()
 	c.conds++
 	c.mu.Unlock()
-	return c.DB.CondWrite(ctx, w)
+	return c.condDB.CondWrite(ctx, w)
 }
 
 func (c *countingDB) take() (updates, conds int) {
@@ -436,20 +447,35 @@ func (c *countingDB) take() (updates, conds int) {
 	return u, k
 }
 
-// TestStore_SharedConditionalWritesOneStatement: on PostgreSQL an insert,
-// a replace with an ETag and deletes are one statement each once the front
-// end has seen the table, with the service's answers when a condition
-// fails (from the transaction that then runs); and a front end whose
-// knowledge of the table is stale (another front end dropped and
-// re-created it) never writes into the old table.
+// TestStore_SharedConditionalWritesOneStatement: on a shared store (memkv,
+// and PostgreSQL when available) an insert, a replace with an ETag and
+// deletes are one statement each once the front end has seen the table,
+// with the service's answers when a condition fails (from the transaction
+// that then runs); and a front end whose knowledge of the table is stale
+// (another front end dropped and re-created it) never writes into the old
+// table.
 func TestStore_SharedConditionalWritesOneStatement(t *testing.T) {
-	dsn := pgtest.NewDatabase(t)
+	t.Run("mem", func(t *testing.T) {
+		db := memkv.New()
+		testSharedConditionalWrites(t, func() condDB { return db })
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := pgtest.NewDatabase(t)
+		testSharedConditionalWrites(t, func() condDB {
+			db, err := pgkv.Open(ctx, dsn, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		})
+	})
+}
+
+// testSharedConditionalWrites runs TestStore_SharedConditionalWritesOneStatement
+// with two front ends over the engines connect returns (one database).
+func testSharedConditionalWrites(t *testing.T, connect func() condDB) {
 	open := func() (*tablestore.Store, *countingDB) {
-		db, err := pgkv.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := &countingDB{DB: db}
+		c := &countingDB{condDB: connect()}
 		s, err := tablestore.Open(ctx, c, tablestore.Options{Shared: true})
 		if err != nil {
 			t.Fatal(err)
@@ -596,4 +622,96 @@ func TestStore_MergeLimits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStore_WriteReportsTimestampInResult: a write's one way back is its
+// Result. The Op's entity is left as it was (its Timestamp stays zero),
+// and the Timestamp in the Result is the stored one, for every kind of
+// write, alone and in a batch.
+func TestStore_WriteReportsTimestampInResult(t *testing.T) {
+	engines(t, func(t *testing.T, open opener) {
+		s := mustOpen(t, open)
+		if _, err := s.CreateTable(ctx, "a", "ways"); err != nil {
+			t.Fatal(err)
+		}
+		check := func(what string, e *partita.Entity, r partita.Result) {
+			t.Helper()
+			if e.Timestamp != 0 {
+				t.Errorf("%s: the op's entity got Timestamp %d", what, e.Timestamp)
+			}
+			got, err := s.GetEntity(ctx, "a", "ways", e.Key())
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			if r.Timestamp == 0 || got.Timestamp != r.Timestamp || r.ETag() != got.ETag() {
+				t.Errorf("%s: result Timestamp %d, stored %d", what, r.Timestamp, got.Timestamp)
+			}
+		}
+		var last partita.Result
+		for i, kind := range []partita.OpKind{partita.OpInsert, partita.OpInsertOrReplace, partita.OpInsertOrMerge,
+			partita.OpReplace, partita.OpMerge, partita.OpReplace} {
+			e := &partita.Entity{PartitionKey: "p", RowKey: "r", Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(int32(i))}}}
+			op := partita.Op{Kind: kind, Entity: e}
+			if i == 5 {
+				op.If = partita.Condition{Kind: partita.IfETag, Ticks: last.Timestamp}
+			}
+			r, err := s.Write(ctx, "a", "ways", op)
+			if err != nil {
+				t.Fatalf("%v: %v", kind, err)
+			}
+			check(kind.String(), e, r)
+			last = r
+		}
+		ops := []partita.Op{
+			{Kind: partita.OpInsert, Entity: &partita.Entity{PartitionKey: "q", RowKey: "1"}},
+			{Kind: partita.OpInsertOrMerge, Entity: &partita.Entity{PartitionKey: "q", RowKey: "2"}},
+		}
+		rs, err := s.WriteBatch(ctx, "a", "ways", ops)
+		if err != nil || len(rs) != len(ops) {
+			t.Fatalf("batch: %v, %d results", err, len(rs))
+		}
+		for i, op := range ops {
+			check("batch "+op.Kind.String(), op.Entity, rs[i])
+		}
+	})
+}
+
+// TestStore_ScanBudgetFollowsClock: the scan budget is measured on the
+// store's clock (Options.Now), like every other time the store reads: with
+// a clock that leaps an hour per reading, a page stops at its first budget
+// check with a continuation, however fast the scan really is.
+func TestStore_ScanBudgetFollowsClock(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	leap := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Hour)
+		return now
+	}
+	s, err := tablestore.Open(ctx, memkv.New(), tablestore.Options{Now: leap, ScanTimeBudget: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTable(ctx, "a", "budget"); err != nil {
+		t.Fatal(err)
+	}
+	var ops []partita.Op
+	for i := 0; i < 600; i++ {
+		ops = append(ops, partita.Op{Kind: partita.OpInsert, Entity: &partita.Entity{PartitionKey: "p", RowKey: fmt.Sprintf("%04d", i)}})
+	}
+	for i := 0; i < len(ops); i += 100 {
+		if _, err := s.WriteBatch(ctx, "a", "budget", ops[i:i+100]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	info, err := s.QueryEntities(ctx, "a", "budget", partita.Query{}, func(*partita.Entity) error { n++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Next == nil || n != 255 || info.Next.RowKey != "0255" {
+		t.Fatalf("got %d entities, next %+v; want the page to end after 255 at the first budget check", n, info.Next)
+	}
 }

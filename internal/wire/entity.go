@@ -1,6 +1,7 @@
 // Package wire holds the bytes on the wire that are not HTTP routing:
-// entity JSON in the three OData metadata levels, error bodies and
-// continuation tokens. It knows the domain types but not the store.
+// entity JSON in the three OData metadata levels, query response pages,
+// error bodies and continuation tokens. It knows the domain types but not
+// the store.
 package wire
 
 import (

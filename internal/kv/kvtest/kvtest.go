@@ -271,6 +271,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.DB) {
 			}
 		}
 	})
+	runOptional(t, open)
 }
 
 func checkModel(t *testing.T, db kv.DB, model map[string]string) {

@@ -19,7 +19,11 @@ type DB struct {
 	closed bool
 }
 
-var _ kv.DB = (*DB)(nil)
+var (
+	_ kv.DB          = (*DB)(nil)
+	_ kv.CondWriter  = (*DB)(nil)
+	_ kv.MultiGetter = reader{}
+)
 
 // New returns an empty store.
 func New() *DB { return &DB{vals: map[string][]byte{}} }
@@ -76,6 +80,36 @@ func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
 	return nil
 }
 
+// CondWrite implements kv.CondWriter: the checks and the write happen
+// under the store's lock, so they are one step with respect to every
+// commit, GuardKey's included. It lets the shared-store paths of tablestore
+// run (and be tested) without PostgreSQL.
+func (db *DB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return false, kv.ErrClosed
+	}
+	if g, ok := db.vals[string(w.GuardKey)]; !ok || !bytes.Equal(g, w.GuardValue) {
+		return false, nil
+	}
+	cur, exists := db.vals[string(w.Key)]
+	switch {
+	case w.Absent:
+		if exists || w.Value == nil {
+			return false, nil
+		}
+	case !exists, !bytes.HasPrefix(cur, w.Prefix):
+		return false, nil
+	}
+	if w.Value == nil {
+		db.del(w.Key)
+	} else {
+		db.set(w.Key, w.Value)
+	}
+	return true, nil
+}
+
 func (db *DB) Close() error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -112,6 +146,20 @@ func (r reader) Get(key []byte) ([]byte, error) {
 		return nil, kv.ErrNotFound
 	}
 	return v, nil
+}
+
+// GetMany implements kv.MultiGetter: every value from one consistent
+// state; nil for an absent key.
+func (r reader) GetMany(keys [][]byte) ([][]byte, error) {
+	r.db.mu.RLock()
+	defer r.db.mu.RUnlock()
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		if v, ok := r.db.vals[string(k)]; ok {
+			vals[i] = append([]byte{}, v...) // present, even when empty
+		}
+	}
+	return vals, nil
 }
 
 // NewIter snapshots the keys in range: an iterator sees one consistent state.
