@@ -40,6 +40,14 @@ import (
 // SchemaVersion is the version of the schema this package writes.
 const SchemaVersion = 1
 
+// DefaultConnectTimeout bounds one connection attempt to one host when the
+// DSN does not set connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
+
+// sqlstateReadOnly is read_only_sql_transaction: a write sent to a server
+// that accepts only reads.
+const sqlstateReadOnly = "25006"
+
 // Options tune the engine. The zero value is usable.
 type Options struct {
 	// MaxConns bounds the connection pool (default 32).
@@ -69,6 +77,24 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pgkv: %w", err)
+	}
+	// A host that does not answer (a machine that is gone, not a process
+	// that died: that refuses at once) must not hold a request longer than
+	// this; with several hosts in the DSN the next one is tried. The DSN's
+	// own connect_timeout wins.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// A server that has become read-only (a fenced or demoted primary)
+	// answers writes with SQLSTATE 25006. Such a connection is closed
+	// rather than returned to the pool, so the next one is dialled anew
+	// and, with target_session_attrs=read-write, reaches the new primary.
+	onPgError := cfg.ConnConfig.OnPgError
+	cfg.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
+		if e.Code == sqlstateReadOnly {
+			return false
+		}
+		return onPgError == nil || onPgError(c, e)
 	}
 	cfg.MaxConns = o.MaxConns
 	if cfg.MaxConns <= 0 {
@@ -139,6 +165,11 @@ func classify(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
+		if pgErr.Code == sqlstateReadOnly {
+			// Not the primary (any more): the write is refused whole, and
+			// another host will take it once it is found.
 			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 		}
 		return err
