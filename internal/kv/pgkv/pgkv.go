@@ -174,6 +174,12 @@ func classify(err error) error {
 		}
 		return err
 	}
+	if pgconn.SafeToRetry(err) {
+		// Not sent at all, because the connection is unusable: a
+		// connection that failed earlier is closed, and a commit on it
+		// gives "conn closed". The transaction did not commit.
+		return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+	}
 	var ne net.Error
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, net.ErrClosed) ||
