@@ -48,6 +48,11 @@ const DefaultConnectTimeout = 5 * time.Second
 // that accepts only reads.
 const sqlstateReadOnly = "25006"
 
+// sqlstateCompletionUnknown is statement_completion_unknown, which
+// CockroachDB returns when a node failure leaves a commit's outcome
+// unknown (PostgreSQL defines it and never sends it).
+const sqlstateCompletionUnknown = "40003"
+
 // Options tune the engine. The zero value is usable.
 type Options struct {
 	// MaxConns bounds the connection pool (default 32).
@@ -165,6 +170,12 @@ func classify(err error) error {
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
+		if pgErr.Code == sqlstateCompletionUnknown {
+			// CockroachDB's ambiguous result: the commit may or may not
+			// have applied. Not retried (it may have), not an error of the
+			// request: the client is told its fate is unknown.
 			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 		}
 		if pgErr.Code == sqlstateReadOnly {
@@ -310,7 +321,10 @@ func condSQL(w kv.CondWrite) (string, []any) {
 	if w.Prefix != nil {
 		args = append(args, w.Prefix)
 		n := len(args)
-		sql += fmt.Sprintf(` AND substring(v from 1 for length($%d::bytea)) = $%d`, n, n)
+		// substring(bytes, start, count): the call form that PostgreSQL,
+		// CockroachDB and YugabyteDB all document (the SQL-standard
+		// FROM … FOR spelling is PostgreSQL's sugar for it).
+		sql += fmt.Sprintf(` AND substring(v, 1, length($%d::bytea)) = $%d`, n, n)
 	}
 	return sql, args
 }
