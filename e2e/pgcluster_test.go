@@ -253,11 +253,13 @@ func (p *pgPair) waitSync() {
 }
 
 // promote makes the standby the primary, as a failover manager does after
-// the primary is lost: pg_promote, then synchronous_standby_names emptied
-// on the new primary until a new standby is attached (Patroni's
-// non-strict synchronous mode), since with no standby left every commit
-// would wait. The old primary's node is forgotten; its port is reused by
-// the next standby so that the front ends' DSN stays valid.
+// the primary is lost: pg_promote, and no synchronous standby named on the
+// new primary until a new one is attached (Patroni's non-strict
+// synchronous mode), since with its only standby gone every commit would
+// wait. (attachStandby names the standby after copying the primary, so a
+// promoted standby starts without the setting; the RESET makes sure.) The
+// old primary's node is forgotten; its port is reused by the next standby
+// so that the front ends' DSN stays valid.
 func (p *pgPair) promote() {
 	p.t.Helper()
 	p.exec(p.standby, `SELECT pg_promote(true, 60)`, `ALTER SYSTEM RESET synchronous_standby_names`, `SELECT pg_reload_conf()`)
