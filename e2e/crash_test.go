@@ -160,14 +160,16 @@ func (cc *crashClient) do(next map[string]props, dels map[string]bool, fn func()
 
 var errUnreachable = errors.New("server unreachable")
 
-// unreachable classifies err: a transport failure (the server died) gives
-// errUnreachable, anything else is returned as is.
+// unreachable classifies err: a transport failure (the server died) or a
+// 503 (the server is up but its store is not, as while PostgreSQL fails
+// over) gives errUnreachable, since the operation's fate is unknown;
+// anything else is returned as is.
 func unreachable(err error) error {
 	var re *azcore.ResponseError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.StatusCode != http.StatusServiceUnavailable {
 		return err
 	}
-	return fmt.Errorf("%w: %v", errUnreachable, err)
+	return fmt.Errorf("%w: %w", errUnreachable, err)
 }
 
 func mustJSONb(v any) []byte {

@@ -113,6 +113,7 @@ func testCondWrite(t *testing.T, db kv.DB) {
 		{"update, prefix matches", g(kv.CondWrite{Key: []byte("k"), Value: []byte("v2-b"), Prefix: []byte("v1")}), true, "v2-b"},
 		{"update, prefix differs", g(kv.CondWrite{Key: []byte("k"), Value: []byte("x"), Prefix: []byte("v1")}), false, "v2-b"},
 		{"update, prefix longer than value", g(kv.CondWrite{Key: []byte("k"), Value: []byte("x"), Prefix: []byte("v2-b-and-more")}), false, "v2-b"},
+		{"update, prefix longer than value", g(kv.CondWrite{Key: []byte("k"), Value: []byte("x"), Prefix: []byte("v2-b-and-more")}), false, "v2-b"},
 		{"update, guard changed", kv.CondWrite{GuardKey: []byte("guard"), GuardValue: []byte("g0"), Key: []byte("k"), Value: []byte("x")}, false, "v2-b"},
 		{"update, guard absent", kv.CondWrite{GuardKey: []byte("nope"), GuardValue: []byte("g1"), Key: []byte("k"), Value: []byte("x")}, false, "v2-b"},
 		{"update, must exist", g(kv.CondWrite{Key: []byte("other"), Value: []byte("x")}), false, "v2-b"},

@@ -40,6 +40,19 @@ import (
 // SchemaVersion is the version of the schema this package writes.
 const SchemaVersion = 1
 
+// DefaultConnectTimeout bounds one connection attempt to one host when the
+// DSN does not set connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
+
+// sqlstateReadOnly is read_only_sql_transaction: a write sent to a server
+// that accepts only reads.
+const sqlstateReadOnly = "25006"
+
+// sqlstateCompletionUnknown is statement_completion_unknown, which
+// CockroachDB returns when a node failure leaves a commit's outcome
+// unknown (PostgreSQL defines it and never sends it).
+const sqlstateCompletionUnknown = "40003"
+
 // Options tune the engine. The zero value is usable.
 type Options struct {
 	// MaxConns bounds the connection pool (default 32).
@@ -69,6 +82,24 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("pgkv: %w", err)
+	}
+	// A host that does not answer (a machine that is gone, not a process
+	// that died: that refuses at once) must not hold a request longer than
+	// this; with several hosts in the DSN the next one is tried. The DSN's
+	// own connect_timeout wins.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	// A server that has become read-only (a fenced or demoted primary)
+	// answers writes with SQLSTATE 25006. Such a connection is closed
+	// rather than returned to the pool, so the next one is dialled anew
+	// and, with target_session_attrs=read-write, reaches the new primary.
+	onPgError := cfg.ConnConfig.OnPgError
+	cfg.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
+		if e.Code == sqlstateReadOnly {
+			return false
+		}
+		return onPgError == nil || onPgError(c, e)
 	}
 	cfg.MaxConns = o.MaxConns
 	if cfg.MaxConns <= 0 {
@@ -141,7 +172,24 @@ func classify(err error) error {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
 			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 		}
+		if pgErr.Code == sqlstateCompletionUnknown {
+			// CockroachDB's ambiguous result: the commit may or may not
+			// have applied. Not retried (it may have), not an error of the
+			// request: the client is told its fate is unknown.
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
+		if pgErr.Code == sqlstateReadOnly {
+			// Not the primary (any more): the write is refused whole, and
+			// another host will take it once it is found.
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
 		return err
+	}
+	if pgconn.SafeToRetry(err) {
+		// Not sent at all, because the connection is unusable: a
+		// connection that failed earlier is closed, and a commit on it
+		// gives "conn closed". The transaction did not commit.
+		return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 	}
 	var ne net.Error
 	var ce *pgconn.ConnectError
@@ -273,7 +321,10 @@ func condSQL(w kv.CondWrite) (string, []any) {
 	if w.Prefix != nil {
 		args = append(args, w.Prefix)
 		n := len(args)
-		sql += fmt.Sprintf(` AND substring(v from 1 for length($%d::bytea)) = $%d`, n, n)
+		// substring(bytes, start, count): the call form that PostgreSQL,
+		// CockroachDB and YugabyteDB all document (the SQL-standard
+		// FROM … FOR spelling is PostgreSQL's sugar for it).
+		sql += fmt.Sprintf(` AND substring(v, 1, length($%d::bytea)) = $%d`, n, n)
 	}
 	return sql, args
 }

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/kvtest"
@@ -98,5 +103,97 @@ func TestUnavailable(t *testing.T) {
 	_, err := pgkv.Open(context.Background(), "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=2", nil)
 	if !errors.Is(err, kv.ErrUnavailable) {
 		t.Fatalf("Open on a closed port: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestOpen_SilentHostSkipped: the first host of a multi-host DSN accepts
+// TCP connections but never answers (a machine that is gone behind a live
+// address). The engine gives up on it after its connect timeout and uses
+// the second host, instead of hanging on the first.
+func TestOpen_SilentHostSkipped(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // kept open, never read or answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range held {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = ln.Addr().String() + "," + u.Host
+	// Generous against a loaded machine, yet far below "forever".
+	ctx, cancel := context.WithTimeout(context.Background(), 4*pgkv.DefaultConnectTimeout)
+	defer cancel()
+	db, err := pgkv.Open(ctx, u.String(), nil)
+	if err != nil {
+		t.Fatalf("open with a silent first host: %v", err)
+	}
+	defer db.Close()
+	if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatalf("write through the second host: %v", err)
+	}
+}
+
+// TestReadOnlyServerUnavailable: a server that accepts only reads (a
+// fenced or demoted primary) makes writes fail with kv.ErrUnavailable,
+// which clients see as 503 and retry, not as an internal error.
+func TestReadOnlyServerUnavailable(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	db := open(t, dsn)
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(dsn)
+	name := strings.TrimPrefix(u.Path, "/")
+	admin, err := pgx.Connect(ctx, pgtest.AdminDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `ALTER DATABASE `+pgx.Identifier{name}.Sanitize()+` SET default_transaction_read_only = on`); err != nil {
+		t.Fatal(err)
+	}
+	// Sessions opened from now on are read-only; end the pool's sessions
+	// so that it opens new ones.
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`, name); err != nil {
+		t.Fatal(err)
+	}
+	sawReadOnly := false
+	for i := 0; i < 10 && !sawReadOnly; i++ {
+		err = db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("w")) })
+		if !errors.Is(err, kv.ErrUnavailable) {
+			t.Fatalf("write on a read-only server: got %v, want kv.ErrUnavailable", err)
+		}
+		sawReadOnly = strings.Contains(err.Error(), "25006")
+	}
+	if !sawReadOnly {
+		t.Fatal("no write reached the read-only server")
+	}
+	_, err = db.CondWrite(ctx, kv.CondWrite{Key: []byte("k"), Value: []byte("w"), GuardKey: []byte("k"), GuardValue: []byte("v")})
+	if !errors.Is(err, kv.ErrUnavailable) || !strings.Contains(err.Error(), "25006") {
+		t.Fatalf("conditional write on a read-only server: got %v, want kv.ErrUnavailable (25006)", err)
 	}
 }
