@@ -142,6 +142,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	*bp = b
 	h := w.Header()
 	h.Set(hdrQueryClass, info.Class.String())
+	h.Set(hdrExamined, strconv.Itoa(info.Examined))
 	if info.Next != nil {
 		h.Set("x-ms-continuation-NextPartitionKey", wire.EncodeToken(info.Next.PartitionKey))
 		h.Set("x-ms-continuation-NextRowKey", wire.EncodeToken(info.Next.RowKey))

@@ -187,6 +187,7 @@ const (
 	hdrVersion     = "X-Ms-Version"
 	hdrClientReqID = "X-Ms-Client-Request-Id"
 	hdrQueryClass  = "X-Partita-Query-Class"
+	hdrExamined    = "X-Partita-Entities-Examined"
 )
 
 var (
