@@ -1,0 +1,293 @@
+// Drives partita's web console in headless Chromium (playwright-core with
+// Debian's chromium). e2e/console_test.go starts the real partita binary
+// and runs this file with PARTITA_URL set; each step saves a screenshot to
+// $PARTITA_SCREENSHOTS (default test/browser/screenshots).
+//
+// The steps run in order on one page, as a user would: a wrong key is
+// refused; sign in with the key; create a table; insert entities with
+// Int64, DateTime, Binary and Guid properties; query with a filter and read
+// the query class and examined count; edit; generate a SAS and read with it
+// from this test; sign in with that SAS; delete.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHmac, randomBytes } from 'node:crypto';
+import { mkdirSync, existsSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const URL_ = process.env.PARTITA_URL;
+const ACCOUNT = 'devstoreaccount1';
+const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+const CHROMIUM = process.env.PARTITA_CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.PARTITA_SCREENSHOTS || join(dirname(fileURLToPath(import.meta.url)), 'screenshots');
+const ENDPOINT = `${URL_}/${ACCOUNT}`;
+const TABLE = 'console' + randomBytes(4).toString('hex');
+const GUID = '4c8a53e7-1a5b-4f0e-9a2c-3f6d5e7b8a90';
+const WHEN = '2026-01-02T03:04:05.1234567Z';
+const BLOB = 'AQID/w==';
+
+let browser, page;
+const cspViolations = [];
+const pageErrors = [];
+
+before(async () => {
+  assert.ok(URL_, 'PARTITA_URL must be set (e2e/console_test.go sets it)');
+  assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`);
+  mkdirSync(SHOTS, { recursive: true });
+  // playwright gives every launch a fresh temporary --user-data-dir.
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await ctx.newPage();
+  page.setDefaultTimeout(20000);
+  page.on('console', (m) => { if (/Content.Security.Policy/i.test(m.text())) cspViolations.push(m.text()); });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  page.on('dialog', (d) => d.accept());
+});
+
+after(async () => {
+  if (browser) await browser.close();
+});
+
+async function shot(name) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+// signed sends a SharedKey-signed request from this test, outside the
+// browser, to check what the console did on the server.
+async function signed(method, path, { body, accept = 'application/json;odata=fullmetadata' } = {}) {
+  const date = new Date().toUTCString();
+  const ct = body ? 'application/json' : '';
+  const toSign = [method, '', ct, date, `/${ACCOUNT}/${ACCOUNT}${path}`].join('\n');
+  const sig = createHmac('sha256', Buffer.from(KEY, 'base64')).update(toSign).digest('base64');
+  const headers = { 'x-ms-date': date, 'x-ms-version': '2019-02-02', Accept: accept, Authorization: `SharedKey ${ACCOUNT}:${sig}` };
+  if (body) headers['Content-Type'] = ct;
+  return fetch(`${ENDPOINT}${path}`, { method, headers, body });
+}
+
+async function signIn({ key, sas }) {
+  await page.goto(`${URL_}/_partita/console/`);
+  await page.waitForSelector('body[data-ready=true]');
+  if (await page.isVisible('#signout')) {
+    await page.click('#signout');
+    await page.waitForSelector('#signin-form');
+  }
+  await page.fill('#signin-account', ACCOUNT);
+  assert.equal(await page.inputValue('#signin-endpoint'), ENDPOINT);
+  if (key !== undefined) {
+    await page.check('#signin-mode-key');
+    await page.fill('#signin-key', key);
+  } else {
+    await page.check('#signin-mode-sas');
+    await page.fill('#signin-sas', sas);
+  }
+  await page.click('#signin-submit');
+}
+
+function cell(pk, rk, col) {
+  return page.locator(`#entities-grid tr[data-pk="${pk}"][data-rk="${rk}"] td[data-col="${col}"]`);
+}
+
+async function addProp(name, type, value) {
+  await page.click('#ed-add');
+  const row = page.locator('#ed-props tbody tr').last();
+  await row.locator('.ed-name').fill(name);
+  await row.locator('.ed-type').selectOption(type);
+  await row.locator('.ed-value').fill(value);
+}
+
+async function insert(pk, rk, props) {
+  await page.click('#new-entity');
+  await page.fill('#ed-pk', pk);
+  await page.fill('#ed-rk', rk);
+  await page.locator('#ed-props tbody tr').first().locator('button').click(); // the empty row
+  for (const p of props) await addProp(...p);
+  await page.click('#ed-save');
+  await page.waitForSelector('#editor', { state: 'hidden' });
+  await page.waitForSelector(`#entities-grid tr[data-pk="${pk}"][data-rk="${rk}"]`);
+}
+
+async function runQuery(filter) {
+  await page.fill('#q-filter', filter);
+  // Blank the figures, then wait for the page to show this query's.
+  await page.evaluate(() => { document.getElementById('query-class').textContent = ''; });
+  await page.click('#q-run');
+  await page.waitForFunction(() => document.getElementById('query-class').textContent !== '');
+}
+
+let sasToken;
+
+test('console in a real browser', async (t) => {
+  // The steps build on each other: after one fails, the rest fail at once
+  // instead of each waiting for its own timeout.
+  let failed = null;
+  const step = (name, fn) => t.test(name, async () => {
+    if (failed) throw new Error(`not run: the step "${failed}" failed`);
+    try { await fn(); } catch (err) { failed = name; throw err; }
+  });
+  await step('the page is served with a strict CSP', async () => {
+    const res = await page.goto(`${URL_}/_partita/console/`);
+    assert.equal(res.status(), 200);
+    const csp = res.headers()['content-security-policy'];
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'/);
+    assert.match(csp, /connect-src 'self'/);
+    assert.equal(res.headers()['cache-control'], 'no-store');
+  });
+
+  await step('a wrong key is refused', async () => {
+    const wrong = Buffer.from(KEY, 'base64');
+    wrong[0] ^= 1;
+    await signIn({ key: wrong.toString('base64') });
+    await page.waitForFunction(() => document.getElementById('signin-error').textContent !== '');
+    const msg = await page.textContent('#signin-error');
+    assert.match(msg, /^403 AuthenticationFailed/);
+    assert.equal(await page.isVisible('#app'), false);
+    await shot('01-wrong-key');
+  });
+
+  await step('sign in with the key', async () => {
+    await signIn({ key: KEY });
+    await page.waitForSelector('#app', { state: 'visible' });
+    assert.match(await page.textContent('#whoami-text'), /devstoreaccount1 · account key/);
+    // The key is kept in this tab's session storage, never in local storage.
+    assert.equal(await page.evaluate(() => localStorage.length), 0);
+  });
+
+  await step('create a table', async () => {
+    await page.fill('#new-table', TABLE);
+    await page.click('#create-table');
+    await page.waitForSelector(`#tables-grid tr[data-table="${TABLE}"]`);
+    const res = await signed('GET', `/Tables('${TABLE}')`);
+    assert.equal(res.status, 200);
+    await shot('02-tables');
+  });
+
+  await step('insert entities with Int64, DateTime, Binary and Guid properties', async () => {
+    await page.click(`#tables-grid tr[data-table="${TABLE}"] a`);
+    await page.waitForSelector('#tab-entities', { state: 'visible' });
+    await insert('p1', 'r1', [['Big', 'Edm.Int64', '9007199254740993'], ['When', 'Edm.DateTime', WHEN],
+      ['Blob', 'Edm.Binary', BLOB], ['Id', 'Edm.Guid', GUID], ['Name', 'Edm.String', 'first']]);
+    await insert('p1', 'r2', [['Big', 'Edm.Int64', '1'], ['Name', 'Edm.String', 'second']]);
+    await insert('p2', 'r1', [['Big', 'Edm.Int64', '7']]);
+    // What the server stored, read outside the browser.
+    const res = await signed('GET', `/${TABLE}(PartitionKey='p1',RowKey='r1')`);
+    assert.equal(res.status, 200);
+    const e = await res.json();
+    assert.equal(e.Big, '9007199254740993');
+    assert.equal(e['Big@odata.type'], 'Edm.Int64');
+    assert.equal(e.When, WHEN);
+    assert.equal(e['When@odata.type'], 'Edm.DateTime');
+    assert.equal(e.Blob, BLOB);
+    assert.equal(e['Blob@odata.type'], 'Edm.Binary');
+    assert.equal(e.Id, GUID);
+    assert.equal(e['Id@odata.type'], 'Edm.Guid');
+    // And what the grid shows: typed columns, exact values.
+    assert.equal(await page.textContent('#entities-grid th[data-col="Big"] .type'), 'Int64');
+    assert.equal(await page.textContent('#entities-grid th[data-col="When"] .type'), 'DateTime');
+    assert.equal(await page.textContent('#entities-grid th[data-col="Blob"] .type'), 'Binary');
+    assert.equal(await page.textContent('#entities-grid th[data-col="Id"] .type'), 'Guid');
+    assert.equal(await cell('p1', 'r1', 'Big').textContent(), '9007199254740993');
+    assert.equal(await cell('p1', 'r1', 'When').textContent(), WHEN);
+    await shot('03-entities');
+  });
+
+  await step('query with a filter shows the class and the entities examined', async () => {
+    await runQuery("PartitionKey eq 'p1' and Big gt 5L");
+    assert.equal(await page.textContent('#query-class'), 'partition');
+    assert.equal(await page.textContent('#query-examined'), '2');
+    assert.equal(await page.textContent('#query-returned'), '1');
+    assert.equal(await page.locator('#entities-grid tbody tr').count(), 1);
+    await shot('04-query-partition');
+    await runQuery("PartitionKey eq 'p1' and RowKey eq 'r2'");
+    assert.equal(await page.textContent('#query-class'), 'point');
+    assert.equal(await page.textContent('#query-examined'), '1');
+    await runQuery('Big gt 5L');
+    assert.equal(await page.textContent('#query-class'), 'table');
+    assert.equal(await page.textContent('#query-examined'), '3');
+    assert.equal(await page.textContent('#query-returned'), '2');
+  });
+
+  await step('edit an entity', async () => {
+    await runQuery('');
+    await page.locator('#entities-grid tr[data-pk="p1"][data-rk="r1"] button[data-action=edit]').click();
+    await page.waitForSelector('#editor', { state: 'visible' });
+    const big = page.locator('#ed-props tbody tr', { has: page.locator('.ed-name[value="Big"]') });
+    assert.equal(await big.locator('.ed-type').inputValue(), 'Edm.Int64');
+    await big.locator('.ed-value').fill('-42');
+    await shot('05-edit');
+    await page.click('#ed-save');
+    await page.waitForSelector('#editor', { state: 'hidden' });
+    await page.waitForFunction(() => document.querySelector('#entities-grid tr[data-pk="p1"][data-rk="r1"] td[data-col="Big"]')?.textContent === '-42');
+    const e = await (await signed('GET', `/${TABLE}(PartitionKey='p1',RowKey='r1')`)).json();
+    assert.equal(e.Big, '-42');
+    assert.equal(e['Big@odata.type'], 'Edm.Int64');
+    // The other typed properties survive the replace unchanged.
+    assert.equal(e.When, WHEN);
+    assert.equal(e['When@odata.type'], 'Edm.DateTime');
+    assert.equal(e.Blob, BLOB);
+    assert.equal(e.Id, GUID);
+    assert.equal(e['Id@odata.type'], 'Edm.Guid');
+  });
+
+  await step('generate a SAS and read with it', async () => {
+    await page.click('#tabs button[data-tab=sas]');
+    await page.check('#sas-kind-table');
+    await page.fill('#sas-table', TABLE);
+    await page.fill('#sas-spk', 'p1');
+    await page.fill('#sas-epk', 'p1');
+    await page.click('#sas-generate');
+    await page.waitForSelector('#sas-out', { state: 'visible' });
+    sasToken = await page.inputValue('#sas-token');
+    assert.match(sasToken, /(^|&)sig=/);
+    assert.equal(await page.inputValue('#sas-url'), `${ENDPOINT}/${TABLE}?${sasToken}`);
+    assert.equal(await page.inputValue('#sas-conn'), `TableEndpoint=${ENDPOINT};SharedAccessSignature=${sasToken}`);
+    await shot('06-sas');
+    const h = { 'x-ms-version': '2019-02-02', Accept: 'application/json;odata=nometadata' };
+    const res = await fetch(`${ENDPOINT}/${TABLE}()?${sasToken}`, { headers: h });
+    assert.equal(res.status, 200);
+    const rows = (await res.json()).value.map((e) => `${e.PartitionKey}/${e.RowKey}`);
+    assert.deepEqual(rows, ['p1/r1', 'p1/r2']); // p2 is outside the SAS key range
+    // The SAS grants read only.
+    const put = await fetch(`${ENDPOINT}/${TABLE}(PartitionKey='p1',RowKey='r9')?${sasToken}`, {
+      method: 'PUT', headers: { ...h, 'Content-Type': 'application/json' }, body: '{}',
+    });
+    assert.equal(put.status, 403);
+  });
+
+  await step('sign in with the SAS', async () => {
+    await signIn({ sas: sasToken });
+    await page.waitForSelector('#app', { state: 'visible' });
+    assert.match(await page.textContent('#whoami-text'), /· SAS ·/);
+    await page.waitForSelector('#entities-grid tr[data-pk="p1"][data-rk="r2"]');
+    assert.equal(await page.locator('#entities-grid tbody tr').count(), 2);
+    assert.equal(await page.isDisabled('#sas-generate'), true);
+    await shot('07-signed-in-with-sas');
+  });
+
+  await step('delete an entity and the table', async () => {
+    await signIn({ key: KEY });
+    await page.waitForSelector('#app', { state: 'visible' });
+    await page.click(`#tables-grid tr[data-table="${TABLE}"] a`);
+    await page.waitForSelector('#entities-grid tr[data-pk="p1"][data-rk="r2"]');
+    await page.locator('#entities-grid tr[data-pk="p1"][data-rk="r2"] button[data-action=delete]').click();
+    await page.waitForSelector('#entities-grid tr[data-pk="p1"][data-rk="r2"]', { state: 'detached' });
+    assert.equal((await signed('GET', `/${TABLE}(PartitionKey='p1',RowKey='r2')`)).status, 404);
+    await page.click('#tabs button[data-tab=tables]');
+    await page.click(`#tables-grid tr[data-table="${TABLE}"] button[data-delete-table]`);
+    await page.waitForSelector(`#tables-grid tr[data-table="${TABLE}"]`, { state: 'detached' });
+    assert.equal((await signed('GET', `/Tables('${TABLE}')`)).status, 404);
+    await shot('08-deleted');
+  });
+
+  await step('no Content-Security-Policy violations and no script errors', () => {
+    assert.deepEqual(cspViolations, []);
+    assert.deepEqual(pageErrors, []);
+  });
+});
