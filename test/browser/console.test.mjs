@@ -27,6 +27,13 @@ const TABLE = 'console' + randomBytes(4).toString('hex');
 const GUID = '4c8a53e7-1a5b-4f0e-9a2c-3f6d5e7b8a90';
 const WHEN = '2026-01-02T03:04:05.1234567Z';
 const BLOB = 'AQID/w==';
+// Host-style addressing: the browser resolves these names to the server.
+// Browsers compute HMACs only on secure pages (HTTPS or loopback), so the
+// first name is declared secure, as an HTTPS deployment would be, and the
+// second is left as a plain-HTTP page.
+const PORT = URL_ ? new URL(URL_).port : '';
+const HOST_URL = `http://${ACCOUNT}.partita.test:${PORT}`;
+const PLAIN_URL = `http://${ACCOUNT}.plain.test:${PORT}`;
 
 let browser, page;
 const cspViolations = [];
@@ -41,7 +48,9 @@ before(async () => {
     executablePath: CHROMIUM,
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      `--host-resolver-rules=MAP ${ACCOUNT}.partita.test 127.0.0.1, MAP ${ACCOUNT}.plain.test 127.0.0.1`,
+      `--unsafely-treat-insecure-origin-as-secure=${HOST_URL}`],
   });
   const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   page = await ctx.newPage();
@@ -71,15 +80,15 @@ async function signed(method, path, { body, accept = 'application/json;odata=ful
   return fetch(`${ENDPOINT}${path}`, { method, headers, body });
 }
 
-async function signIn({ key, sas }) {
-  await page.goto(`${URL_}/_partita/console/`);
+async function signIn({ key, sas, base = URL_, endpoint = ENDPOINT }) {
+  await page.goto(`${base}/_partita/console/`);
   await page.waitForSelector('body[data-ready=true]');
   if (await page.isVisible('#signout')) {
     await page.click('#signout');
     await page.waitForSelector('#signin-form');
   }
   await page.fill('#signin-account', ACCOUNT);
-  assert.equal(await page.inputValue('#signin-endpoint'), ENDPOINT);
+  assert.equal(await page.inputValue('#signin-endpoint'), endpoint);
   if (key !== undefined) {
     await page.check('#signin-mode-key');
     await page.fill('#signin-key', key);
@@ -269,6 +278,22 @@ test('console in a real browser', async (t) => {
     assert.equal(await page.locator('#entities-grid tbody tr').count(), 2);
     assert.equal(await page.isDisabled('#sas-generate'), true);
     await shot('07-signed-in-with-sas');
+  });
+
+  await step('host-style: the host names the account', async () => {
+    await signIn({ key: KEY, base: HOST_URL, endpoint: HOST_URL });
+    await page.waitForSelector('#app', { state: 'visible' });
+    assert.match(await page.textContent('#whoami-text'), new RegExp(`· ${HOST_URL.replaceAll('.', '\\.')}$`));
+    await page.click(`#tables-grid tr[data-table="${TABLE}"] a`);
+    await page.waitForSelector('#entities-grid tr[data-pk="p1"][data-rk="r1"]');
+    assert.equal(await page.textContent('#query-class'), 'table');
+  });
+
+  await step('a page that is not secure says why it cannot sign with the key', async () => {
+    await signIn({ key: KEY, base: PLAIN_URL, endpoint: PLAIN_URL });
+    await page.waitForFunction(() => document.getElementById('signin-error').textContent !== '');
+    assert.match(await page.textContent('#signin-error'), /HTTPS/);
+    assert.equal(await page.isVisible('#app'), false);
   });
 
   await step('delete an entity and the table', async () => {

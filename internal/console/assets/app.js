@@ -29,6 +29,10 @@ function fail(err, where = null) {
 
 // ---- sign in ----
 
+// Browsers compute HMACs (WebCrypto) only on secure pages.
+const NO_CRYPTO = 'This browser signs requests only on pages served over HTTPS or from localhost/127.0.0.1: '
+  + 'open the console over HTTPS (partita serve --cert/--key) or on a loopback address, or sign in with a SAS.';
+
 function defaultEndpoint(account) {
   const h = location.hostname;
   const hostStyle = h.includes('.') && !/^[\d.]+$/.test(h) && !h.startsWith('[');
@@ -50,6 +54,7 @@ async function signIn(ev) {
   if ($('signin-mode-key').checked) {
     key = $('signin-key').value.trim();
     if (!key) { $('signin-error').textContent = 'Enter the account key.'; return; }
+    if (!crypto.subtle) { $('signin-error').textContent = NO_CRYPTO; return; }
   } else {
     sas = $('signin-sas').value.trim();
     const q = sas.indexOf('?');
@@ -88,7 +93,7 @@ function start(s) {
   $('whoami').hidden = false;
   $('whoami-text').textContent = `${s.account} · ${s.mode === 'key' ? 'account key' : 'SAS'} · ${s.endpoint}`;
   $('sas-needs-key').hidden = s.mode === 'key';
-  $('sas-generate').disabled = s.mode !== 'key';
+  $('sas-generate').disabled = s.mode !== 'key' || !crypto.subtle;
   const tn = s.sas ? new URLSearchParams(s.sas).get('tn') : null;
   if (tn) {
     $('q-table').value = tn;
