@@ -70,14 +70,15 @@ async function shot(name) {
 
 // signed sends a SharedKey-signed request from this test, outside the
 // browser, to check what the console did on the server.
-async function signed(method, path, { body, accept = 'application/json;odata=fullmetadata' } = {}) {
+async function signed(method, path, { body, accept = 'application/json;odata=fullmetadata', query = '' } = {}) {
   const date = new Date().toUTCString();
   const ct = body ? 'application/json' : '';
-  const toSign = [method, '', ct, date, `/${ACCOUNT}/${ACCOUNT}${path}`].join('\n');
+  const comp = new URLSearchParams(query).get('comp');
+  const toSign = [method, '', ct, date, `/${ACCOUNT}/${ACCOUNT}${path}${comp ? '?comp=' + comp : ''}`].join('\n');
   const sig = createHmac('sha256', Buffer.from(KEY, 'base64')).update(toSign).digest('base64');
   const headers = { 'x-ms-date': date, 'x-ms-version': '2019-02-02', Accept: accept, Authorization: `SharedKey ${ACCOUNT}:${sig}` };
   if (body) headers['Content-Type'] = ct;
-  return fetch(`${ENDPOINT}${path}`, { method, headers, body });
+  return fetch(`${ENDPOINT}${path}${query ? '?' + query : ''}`, { method, headers, body });
 }
 
 async function signIn({ key, sas, base = URL_, endpoint = ENDPOINT }) {
@@ -245,6 +246,84 @@ test('console in a real browser', async (t) => {
     assert.equal(e['Id@odata.type'], 'Edm.Guid');
   });
 
+  await step('download a query as JSON lines and as CSV', async () => {
+    await runQuery("PartitionKey eq 'p1'");
+    const fetchFile = async (button) => {
+      const dl = page.waitForEvent('download');
+      await page.click(button);
+      const d = await dl;
+      const chunks = [];
+      for await (const c of await d.createReadStream()) chunks.push(c);
+      return { name: d.suggestedFilename(), text: Buffer.concat(chunks).toString('utf8') };
+    };
+    const jsonl = await fetchFile('#download-jsonl');
+    assert.equal(jsonl.name, `${TABLE}.jsonl`);
+    const lines = jsonl.text.trimEnd().split('\n').map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((e) => `${e.PartitionKey}/${e.RowKey}`), ['p1/r1', 'p1/r2']);
+    assert.equal(lines[0].Big, '-42');
+    assert.equal(lines[0]['Big@odata.type'], 'Edm.Int64');
+    assert.equal(lines[0].When, WHEN);
+    assert.equal(lines[0]['Id@odata.type'], 'Edm.Guid');
+    const csv = await fetchFile('#download-csv');
+    assert.equal(csv.name, `${TABLE}.csv`);
+    const rows = csv.text.trimEnd().split('\r\n');
+    assert.equal(rows.length, 3);
+    assert.match(rows[0], /^PartitionKey,RowKey,Timestamp,Big@Edm\.Int64,When@Edm\.DateTime,Blob@Edm\.Binary,Id@Edm\.Guid,Name@Edm\.String$/);
+    assert.match(rows[1], new RegExp(`^p1,r1,[^,]+,-42,${WHEN.replaceAll('.', '\\.')},${BLOB.replaceAll('/', '\\/')},${GUID},first$`));
+  });
+
+  await step('upload a JSON-lines file', async () => {
+    const text = '{"PartitionKey":"up","RowKey":"1","N@odata.type":"Edm.Int64","N":"5","odata.etag":"W/\\"x\\""}\n'
+      + '{"PartitionKey":"up","RowKey":"2","Flag":true}\n';
+    await page.setInputFiles('#upload-jsonl', { name: 'up.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(text) });
+    await page.waitForFunction(() => document.getElementById('status').textContent === 'Uploaded 2 entities');
+    const e = await (await signed('GET', `/${TABLE}(PartitionKey='up',RowKey='1')`)).json();
+    assert.equal(e.N, '5');
+    assert.equal(e['N@odata.type'], 'Edm.Int64');
+    const f = await (await signed('GET', `/${TABLE}(PartitionKey='up',RowKey='2')`)).json();
+    assert.equal(f.Flag, true);
+  });
+
+  await step('stored access policies', async () => {
+    await page.click('#tabs button[data-tab=policies]');
+    assert.equal(await page.inputValue('#acl-table'), TABLE);
+    await page.click('#acl-load');
+    await page.waitForFunction(() => /stored access policies/.test(document.getElementById('status').textContent));
+    assert.equal(await page.locator('#acl-grid tbody tr').count(), 0);
+    await page.click('#acl-add');
+    const row = page.locator('#acl-grid tbody tr').last();
+    await row.locator('.acl-id').fill('readers');
+    await row.locator('.acl-expiry').fill('2099-01-01T00:00:00Z');
+    await row.locator('.acl-perm').fill('r');
+    await page.click('#acl-save');
+    await page.waitForFunction(() => /^Saved the stored access policies/.test(document.getElementById('status').textContent));
+    const acl = await (await signed('GET', `/${TABLE}`, { query: 'comp=acl', accept: 'application/xml' })).text();
+    assert.match(acl, /<Id>readers<\/Id>/);
+    assert.match(acl, /<Permission>r<\/Permission>/);
+    await page.click('#acl-load');
+    await page.waitForFunction(() => document.querySelectorAll('#acl-grid tbody tr').length === 1);
+    assert.equal(await page.locator('#acl-grid tbody tr .acl-id').inputValue(), 'readers');
+  });
+
+  await step('CORS rules', async () => {
+    await page.click('#tabs button[data-tab=cors]');
+    await page.waitForFunction(() => /CORS rule/.test(document.getElementById('status').textContent));
+    await page.click('#cors-add');
+    const row = page.locator('#cors-grid tbody tr').last();
+    await row.locator('.cors-origins').fill('https://app.example');
+    await row.locator('.cors-methods').fill('GET,PUT');
+    await row.locator('.cors-allowed').fill('x-ms-*');
+    await row.locator('.cors-exposed').fill('*');
+    await row.locator('.cors-age').fill('60');
+    await page.click('#cors-save');
+    await page.waitForFunction(() => document.getElementById('status').textContent === '1 CORS rule(s)');
+    const props = await (await signed('GET', '/', { query: 'restype=service&comp=properties', accept: 'application/xml' })).text();
+    assert.match(props, /<AllowedOrigins>https:\/\/app\.example<\/AllowedOrigins>/);
+    assert.match(props, /<AllowedMethods>GET,PUT<\/AllowedMethods>/);
+    assert.match(props, /<MaxAgeInSeconds>60<\/MaxAgeInSeconds>/);
+    await shot('06-cors');
+  });
+
   await step('generate a SAS and read with it', async () => {
     await page.click('#tabs button[data-tab=sas]');
     await page.check('#sas-kind-table');
@@ -257,7 +336,7 @@ test('console in a real browser', async (t) => {
     assert.match(sasToken, /(^|&)sig=/);
     assert.equal(await page.inputValue('#sas-url'), `${ENDPOINT}/${TABLE}?${sasToken}`);
     assert.equal(await page.inputValue('#sas-conn'), `TableEndpoint=${ENDPOINT};SharedAccessSignature=${sasToken}`);
-    await shot('06-sas');
+    await shot('07-sas');
     const h = { 'x-ms-version': '2019-02-02', Accept: 'application/json;odata=nometadata' };
     const res = await fetch(`${ENDPOINT}/${TABLE}()?${sasToken}`, { headers: h });
     assert.equal(res.status, 200);
@@ -277,7 +356,7 @@ test('console in a real browser', async (t) => {
     await page.waitForSelector('#entities-grid tr[data-pk="p1"][data-rk="r2"]');
     assert.equal(await page.locator('#entities-grid tbody tr').count(), 2);
     assert.equal(await page.isDisabled('#sas-generate'), true);
-    await shot('07-signed-in-with-sas');
+    await shot('08-signed-in-with-sas');
   });
 
   await step('host-style: the host names the account', async () => {
@@ -308,7 +387,7 @@ test('console in a real browser', async (t) => {
     await page.click(`#tables-grid tr[data-table="${TABLE}"] button[data-delete-table]`);
     await page.waitForSelector(`#tables-grid tr[data-table="${TABLE}"]`, { state: 'detached' });
     assert.equal((await signed('GET', `/Tables('${TABLE}')`)).status, 404);
-    await shot('08-deleted');
+    await shot('09-deleted');
   });
 
   await step('no Content-Security-Policy violations and no script errors', () => {

@@ -250,8 +250,8 @@ async function deleteEntity(e) {
   if (!confirm(`Delete entity (${e.PartitionKey}, ${e.RowKey})?`)) return;
   try {
     await session.request('DELETE', keyPath(cur.table, e.PartitionKey, e.RowKey), { headers: { 'If-Match': e['odata.etag'] || '*' } });
-    status(`Deleted (${e.PartitionKey}, ${e.RowKey})`);
     await loadPage(null);
+    status(`Deleted (${e.PartitionKey}, ${e.RowKey})`);
   } catch (err) { fail(err); }
 }
 
@@ -304,9 +304,9 @@ async function saveEditor(ev) {
       await session.request('POST', `/${encodeURIComponent(table)}`, { body: JSON.stringify(body), headers: { Prefer: 'return-no-content' } });
     }
     $('editor').hidden = true;
-    status(`Saved (${body.PartitionKey}, ${body.RowKey})`);
     if (!cur.table) cur = { table, query: queryParams(), next: null, page: 0, rows: [] };
     await loadPage(null);
+    status(`Saved (${body.PartitionKey}, ${body.RowKey})`);
   } catch (err) { fail(err, $('editor-error')); }
 }
 
@@ -396,9 +396,9 @@ async function uploadJSONL(ev) {
       done++;
       if (done % 50 === 0) status(`Uploaded ${done} of ${lines.length}…`);
     }
-    status(`Uploaded ${done} entities`);
     if (!cur.table) cur = { table, query: queryParams(), next: null, page: 0, rows: [] };
     await loadPage(null);
+    status(`Uploaded ${done} entities`);
   } catch (err) { fail(new Error(`after ${done} entities: ${err.message}`)); }
 }
 
