@@ -183,7 +183,7 @@ test('console in a real browser', async (t) => {
     await page.click(`#tables-grid tr[data-table="${TABLE}"] a`);
     await page.waitForSelector('#tab-entities', { state: 'visible' });
     await insert('p1', 'r1', [['Big', 'Edm.Int64', '9007199254740993'], ['When', 'Edm.DateTime', WHEN],
-      ['Blob', 'Edm.Binary', BLOB], ['Id', 'Edm.Guid', GUID], ['Name', 'Edm.String', 'first']]);
+      ['Blob', 'Edm.Binary', BLOB], ['Id', 'Edm.Guid', GUID], ['Name', 'Edm.String', 'first'], ['Ratio', 'Edm.Double', '5']]);
     await insert('p1', 'r2', [['Big', 'Edm.Int64', '1'], ['Name', 'Edm.String', 'second']]);
     await insert('p2', 'r1', [['Big', 'Edm.Int64', '7']]);
     // What the server stored, read outside the browser.
@@ -198,11 +198,14 @@ test('console in a real browser', async (t) => {
     assert.equal(e['Blob@odata.type'], 'Edm.Binary');
     assert.equal(e.Id, GUID);
     assert.equal(e['Id@odata.type'], 'Edm.Guid');
+    assert.equal(e.Ratio, 5);
     // And what the grid shows: typed columns, exact values.
     assert.equal(await page.textContent('#entities-grid th[data-col="Big"] .type'), 'Int64');
     assert.equal(await page.textContent('#entities-grid th[data-col="When"] .type'), 'DateTime');
     assert.equal(await page.textContent('#entities-grid th[data-col="Blob"] .type'), 'Binary');
     assert.equal(await page.textContent('#entities-grid th[data-col="Id"] .type'), 'Guid');
+    // A whole Double (5.0 on the wire) stays a Double, not an Int32.
+    assert.equal(await page.textContent('#entities-grid th[data-col="Ratio"] .type'), 'Double');
     assert.equal(await cell('p1', 'r1', 'Big').textContent(), '9007199254740993');
     assert.equal(await cell('p1', 'r1', 'When').textContent(), WHEN);
     await shot('03-entities');
@@ -244,6 +247,30 @@ test('console in a real browser', async (t) => {
     assert.equal(e.Blob, BLOB);
     assert.equal(e.Id, GUID);
     assert.equal(e['Id@odata.type'], 'Edm.Guid');
+    const raw = await (await signed('GET', `/${TABLE}(PartitionKey='p1',RowKey='r1')`, { accept: 'application/json;odata=minimalmetadata' })).text();
+    assert.match(raw, /"Ratio":5\.0[,}]/); // still a Double
+  });
+
+  await step('page through a query by continuation', async () => {
+    await page.fill('#q-top', '1');
+    await runQuery('');
+    const seen = [];
+    const current = () => page.getAttribute('#entities-grid tbody tr', 'data-rk').then(async (rk) => `${await page.getAttribute('#entities-grid tbody tr', 'data-pk')}/${rk}`);
+    seen.push(await current());
+    assert.equal(await page.textContent('#query-page'), '1');
+    for (let i = 2; i <= 3; i++) {
+      assert.equal(await page.isDisabled('#q-next'), false);
+      await page.evaluate(() => { document.getElementById('query-page').textContent = ''; });
+      await page.click('#q-next');
+      await page.waitForFunction((n) => document.getElementById('query-page').textContent === String(n), i);
+      seen.push(await current());
+    }
+    assert.deepEqual(seen, ['p1/r1', 'p1/r2', 'p2/r1']);
+    await page.evaluate(() => { document.getElementById('query-page').textContent = ''; });
+    await page.click('#q-first');
+    await page.waitForFunction(() => document.getElementById('query-page').textContent === '1');
+    assert.equal(await current(), 'p1/r1');
+    await page.fill('#q-top', '50');
   });
 
   await step('download a query as JSON lines and as CSV', async () => {
@@ -264,12 +291,14 @@ test('console in a real browser', async (t) => {
     assert.equal(lines[0]['Big@odata.type'], 'Edm.Int64');
     assert.equal(lines[0].When, WHEN);
     assert.equal(lines[0]['Id@odata.type'], 'Edm.Guid');
+    assert.equal(lines[0].Ratio, 5);
+    assert.equal(lines[0]['Ratio@odata.type'], 'Edm.Double');
     const csv = await fetchFile('#download-csv');
     assert.equal(csv.name, `${TABLE}.csv`);
     const rows = csv.text.trimEnd().split('\r\n');
     assert.equal(rows.length, 3);
-    assert.match(rows[0], /^PartitionKey,RowKey,Timestamp,Big@Edm\.Int64,When@Edm\.DateTime,Blob@Edm\.Binary,Id@Edm\.Guid,Name@Edm\.String$/);
-    assert.match(rows[1], new RegExp(`^p1,r1,[^,]+,-42,${WHEN.replaceAll('.', '\\.')},${BLOB.replaceAll('/', '\\/')},${GUID},first$`));
+    assert.match(rows[0], /^PartitionKey,RowKey,Timestamp,Big@Edm\.Int64,When@Edm\.DateTime,Blob@Edm\.Binary,Id@Edm\.Guid,Name@Edm\.String,Ratio@Edm\.Double$/);
+    assert.match(rows[1], new RegExp(`^p1,r1,[^,]+,-42,${WHEN.replaceAll('.', '\\.')},${BLOB.replaceAll('/', '\\/')},${GUID},first,5$`));
   });
 
   await step('upload a JSON-lines file', async () => {

@@ -329,12 +329,18 @@ async function allResults() {
   return { rows: out, truncated: !!token };
 }
 
-// plain turns parseTyped's {double} markers back into JSON numbers.
+// plain turns parseTyped's {double} markers back into JSON numbers, typed
+// Edm.Double so that a whole value (5.0) is not read back as an Int32.
 function plain(e) {
   const o = {};
   for (const [k, v] of Object.entries(e)) {
     if (k === 'odata.etag' || k === 'odata.metadata') continue;
-    o[k] = v && typeof v === 'object' && 'double' in v ? v.double : v;
+    if (v && typeof v === 'object' && 'double' in v) {
+      o[k + '@odata.type'] = 'Edm.Double';
+      o[k] = v.double;
+    } else {
+      o[k] = v;
+    }
   }
   return o;
 }
