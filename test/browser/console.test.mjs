@@ -211,6 +211,31 @@ test('console in a real browser', async (t) => {
     await shot('03-entities');
   });
 
+  await step('bad input is refused with a reason, and nothing is written', async () => {
+    // Checked in the page before any request: a value that is not its type.
+    await page.click('#new-entity');
+    await page.fill('#ed-pk', 'p9');
+    await page.fill('#ed-rk', 'r9');
+    const row = page.locator('#ed-props tbody tr').first();
+    await row.locator('.ed-name').fill('Big');
+    await row.locator('.ed-type').selectOption('Edm.Int64');
+    await row.locator('.ed-value').fill('12x');
+    await page.click('#ed-save');
+    await page.waitForFunction(() => document.getElementById('editor-error').textContent !== '');
+    assert.equal(await page.textContent('#editor-error'), 'Big: not an Int64');
+    assert.equal((await signed('GET', `/${TABLE}(PartitionKey='p9',RowKey='r9')`)).status, 404);
+    // Refused by the service: the service's status, code and message.
+    await page.fill('#ed-pk', 'p1');
+    await page.fill('#ed-rk', 'r2');
+    await row.locator('.ed-value').fill('12');
+    await page.click('#ed-save');
+    await page.waitForFunction(() => document.getElementById('editor-error').textContent.startsWith('409'));
+    assert.match(await page.textContent('#editor-error'), /^409 EntityAlreadyExists: The specified entity already exists\.$/);
+    await page.click('#ed-cancel');
+    const e = await (await signed('GET', `/${TABLE}(PartitionKey='p1',RowKey='r2')`)).json();
+    assert.equal(e.Big, '1');
+  });
+
   await step('query with a filter shows the class and the entities examined', async () => {
     await runQuery("PartitionKey eq 'p1' and Big gt 5L");
     assert.equal(await page.textContent('#query-class'), 'partition');
@@ -376,6 +401,38 @@ test('console in a real browser', async (t) => {
       method: 'PUT', headers: { ...h, 'Content-Type': 'application/json' }, body: '{}',
     });
     assert.equal(put.status, 403);
+
+    // A table SAS that takes its permissions and times from the stored
+    // access policy "readers" (set above).
+    for (const c of ['r', 'a', 'u', 'd']) await page.uncheck(`#sas-p-${c}`);
+    await page.fill('#sas-spk', '');
+    await page.fill('#sas-epk', '');
+    await page.fill('#sas-si', 'readers');
+    await page.fill('#sas-expiry', '');
+    await page.click('#sas-generate');
+    await page.waitForFunction((old) => document.getElementById('sas-token').value !== old, sasToken);
+    const siToken = await page.inputValue('#sas-token');
+    assert.match(siToken, /(^|&)si=readers(&|$)/);
+    assert.doesNotMatch(siToken, /(^|&)(sp|se)=/);
+    const bySI = await fetch(`${ENDPOINT}/${TABLE}()?${siToken}`, { headers: h });
+    assert.equal(bySI.status, 200);
+    assert.equal((await bySI.json()).value.length, 5);
+
+    // An account SAS that may list tables.
+    await page.check('#sas-kind-account');
+    await page.fill('#sas-expiry', '2099-01-01T00:00');
+    await page.click('#sas-generate');
+    await page.waitForFunction((old) => document.getElementById('sas-token').value !== old, siToken);
+    const acct = await page.inputValue('#sas-token');
+    assert.match(acct, /(^|&)ss=t(&|$)/);
+    assert.match(acct, /(^|&)srt=sco(&|$)/);
+    assert.match(acct, /(^|&)sp=rl(&|$)/);
+    assert.equal(await page.inputValue('#sas-url'), `${ENDPOINT}?${acct}`);
+    const list = await fetch(`${ENDPOINT}/Tables?${acct}`, { headers: h });
+    assert.equal(list.status, 200);
+    assert.ok((await list.json()).value.some((t) => t.TableName === TABLE));
+    await page.check('#sas-kind-table');
+    for (const c of ['r']) await page.check(`#sas-p-${c}`);
   });
 
   await step('sign in with the SAS', async () => {
