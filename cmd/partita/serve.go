@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/console"
 	"github.com/partita/partita/internal/httpapi"
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/memkv"
@@ -278,7 +279,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10}),
+		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler()}),
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,

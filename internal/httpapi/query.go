@@ -126,6 +126,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	*bp = b
 	h := w.Header()
 	h.Set(hdrQueryClass, info.Class.String())
+	h.Set(hdrExamined, strconv.Itoa(info.Examined))
 	wire.SetNextKey(h, info.Next)
 	writeJSON(w, rc, http.StatusOK, b)
 	return nil

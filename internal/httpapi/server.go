@@ -50,7 +50,14 @@ type Options struct {
 	// (defaults 10s and 64 KiB/s).
 	BodyTimeout time.Duration
 	BodyMinRate int64
+	// Console, when set, serves every request whose path starts with
+	// ConsolePrefix, on any host (the web console's static files).
+	Console http.Handler
 }
+
+// ConsolePrefix is the path of the web console on the main listener. No
+// account or table name can start with '_', so it shadows nothing.
+const ConsolePrefix = "/_partita/console"
 
 // Server serves the Table REST API.
 type Server struct {
@@ -66,12 +73,13 @@ type Server struct {
 	bodyRate  int64
 	date      atomic.Pointer[cachedDate]
 	corsCache corsCache // the accounts' CORS rules, for corsHeaders
+	console   http.Handler
 }
 
 // New returns a Server.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait,
-		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate}
+		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate, console: o.Console}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -187,6 +195,7 @@ const (
 	hdrVersion     = "X-Ms-Version"
 	hdrClientReqID = "X-Ms-Client-Request-Id"
 	hdrQueryClass  = "X-Partita-Query-Class"
+	hdrExamined    = "X-Partita-Entities-Examined"
 )
 
 var (
@@ -214,6 +223,10 @@ type cachedDate struct {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.console != nil && strings.HasPrefix(r.URL.Path, ConsolePrefix) {
+		s.console.ServeHTTP(w, r)
+		return
+	}
 	rc := &reqCtx{id: newRequestID(), op: "Unknown"}
 	h := w.Header()
 	h[hdrRequestID] = []string{rc.id}

@@ -1,0 +1,221 @@
+// The console's client of the Table REST API: it signs each request in the
+// browser (SharedKey with WebCrypto HMAC-SHA256) or appends a SAS token.
+// The account key never leaves this tab.
+
+const enc = new TextEncoder();
+
+export function b64(bytes) {
+  let s = '';
+  for (const c of new Uint8Array(bytes)) s += String.fromCharCode(c);
+  return btoa(s);
+}
+
+export function unb64(text) {
+  const s = atob(text);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+// hmac returns base64(HMAC-SHA256(base64-decoded key, text)).
+export async function hmac(keyB64, text) {
+  const key = await crypto.subtle.importKey('raw', unb64(keyB64), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  return b64(await crypto.subtle.sign('HMAC', key, enc.encode(text)));
+}
+
+// ApiError carries the service's status, error code and message.
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(`${status} ${code}: ${message}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+// Session is one signed-in connection: an endpoint (the service root, e.g.
+// http://host/devstoreaccount1), an account, and a key or a SAS token.
+export class Session {
+  constructor({ endpoint, account, key, sas }) {
+    this.endpoint = endpoint.replace(/\/+$/, '');
+    this.account = account;
+    this.key = key || '';
+    this.sas = (sas || '').replace(/^\?/, '');
+    this.basePath = new URL(this.endpoint).pathname.replace(/\/+$/, '');
+  }
+
+  get mode() { return this.key ? 'key' : 'sas'; }
+
+  // request sends method to path (escaped, below the endpoint, starting with
+  // '/') with query parameters and an optional body; it returns the Response
+  // or throws ApiError with the service's code and message.
+  async request(method, path, { query = {}, body, contentType, headers = {}, accept = 'application/json;odata=fullmetadata' } = {}) {
+    const qs = Object.entries(query).filter(([, v]) => v !== undefined && v !== null && v !== '')
+      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`);
+    if (this.sas) qs.push(this.sas);
+    const url = this.endpoint + path + (qs.length ? '?' + qs.join('&') : '');
+    const h = {
+      'x-ms-version': '2019-02-02',
+      'DataServiceVersion': '3.0',
+      'MaxDataServiceVersion': '3.0;NetFx',
+      'Accept': accept,
+      ...headers,
+    };
+    if (body !== undefined) h['Content-Type'] = contentType || 'application/json';
+    if (this.key) {
+      const date = new Date().toUTCString();
+      h['x-ms-date'] = date;
+      let resource = `/${this.account}${this.basePath}${path}`;
+      if (query.comp) resource += `?comp=${query.comp}`;
+      const toSign = [method, '', body !== undefined ? h['Content-Type'] : '', date, resource].join('\n');
+      h['Authorization'] = `SharedKey ${this.account}:${await hmac(this.key, toSign)}`;
+    }
+    const res = await fetch(url, { method, headers: h, body, cache: 'no-store', credentials: 'omit' });
+    if (!res.ok) throw await apiError(res);
+    return res;
+  }
+
+  async json(method, path, opts) {
+    const res = await this.request(method, path, opts);
+    const text = await res.text();
+    return { res, data: text ? parseTyped(text) : null };
+  }
+}
+
+async function apiError(res) {
+  const text = await res.text();
+  let code = res.statusText || 'Error';
+  let message = text;
+  try {
+    const e = JSON.parse(text)['odata.error'];
+    code = e.code;
+    message = e.message.value;
+  } catch {
+    const c = /<Code>([^<]*)<\/Code>/.exec(text);
+    const m = /<Message>([^<]*)<\/Message>/.exec(text);
+    if (c) code = c[1];
+    if (m) message = m[1];
+  }
+  return new ApiError(res.status, code, (message || '').split('\n')[0]);
+}
+
+// parseTyped parses a JSON response, remembering which numbers were
+// written as doubles (5.0), which JSON.parse alone would lose: such numbers
+// come back as {double: n}. Browsers without the reviver's source text keep
+// plain numbers.
+export function parseTyped(text) {
+  return JSON.parse(text, function (key, value, ctx) {
+    if (typeof value === 'number' && ctx && typeof ctx.source === 'string' && /[.eE]/.test(ctx.source)) {
+      return { double: value };
+    }
+    return value;
+  });
+}
+
+export const TYPES = ['Edm.String', 'Edm.Int32', 'Edm.Int64', 'Edm.Double', 'Edm.Boolean', 'Edm.DateTime', 'Edm.Guid', 'Edm.Binary'];
+
+// entityProps turns a service entity into [{name, type, value}] with each
+// value as text, in the order the service sent them, without the keys,
+// Timestamp and odata annotations.
+export function entityProps(e) {
+  const out = [];
+  for (const [k, v] of Object.entries(e)) {
+    if (k.includes('@odata.') || k.startsWith('odata.') || k === 'PartitionKey' || k === 'RowKey' || k === 'Timestamp') continue;
+    let type = e[k + '@odata.type'];
+    let text;
+    if (v && typeof v === 'object' && 'double' in v) {
+      type = type || 'Edm.Double';
+      text = String(v.double);
+    } else if (typeof v === 'number') {
+      type = type || (Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? 'Edm.Int32' : 'Edm.Double');
+      text = String(v);
+    } else if (typeof v === 'boolean') {
+      type = type || 'Edm.Boolean';
+      text = String(v);
+    } else {
+      type = type || 'Edm.String';
+      text = v === null ? '' : String(v);
+    }
+    out.push({ name: k, type, value: text });
+  }
+  return out;
+}
+
+// encodeProps builds the JSON body members of typed text properties,
+// checking each value against its type.
+export function encodeProps(props) {
+  const body = {};
+  for (const { name, type, value } of props) {
+    if (!name) throw new Error('a property needs a name');
+    if (name in body) throw new Error(`property ${name} is named twice`);
+    let v = value;
+    switch (type) {
+      case 'Edm.String': break;
+      case 'Edm.Int32':
+        if (!/^-?\d+$/.test(value.trim()) || Math.abs(Number(value)) > 2 ** 31) throw new Error(`${name}: not an Int32`);
+        v = Number(value);
+        break;
+      case 'Edm.Int64':
+        if (!/^-?\d+$/.test(value.trim())) throw new Error(`${name}: not an Int64`);
+        v = value.trim();
+        break;
+      case 'Edm.Double':
+        if (['NaN', 'Infinity', '-Infinity'].includes(value.trim())) { v = value.trim(); break; }
+        if (value.trim() === '' || isNaN(Number(value))) throw new Error(`${name}: not a Double`);
+        v = Number(value);
+        break;
+      case 'Edm.Boolean':
+        if (!/^(true|false)$/i.test(value.trim())) throw new Error(`${name}: Boolean is true or false`);
+        v = value.trim().toLowerCase() === 'true';
+        break;
+      case 'Edm.DateTime': {
+        const d = new Date(value.trim());
+        if (isNaN(d)) throw new Error(`${name}: not a DateTime`);
+        // Keep the text as typed when it is already ISO 8601 (7 fractional
+        // digits survive), else normalize.
+        v = /^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(value.trim()) ? value.trim() : d.toISOString();
+        break;
+      }
+      case 'Edm.Guid':
+        if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value.trim())) throw new Error(`${name}: not a Guid`);
+        v = value.trim();
+        break;
+      case 'Edm.Binary':
+        try { atob(value.trim()); } catch { throw new Error(`${name}: Binary is base64`); }
+        v = value.trim();
+        break;
+      default:
+        throw new Error(`${name}: unknown type ${type}`);
+    }
+    body[name] = v;
+    if (type !== 'Edm.String' && type !== 'Edm.Boolean' && type !== 'Edm.Int32') body[name + '@odata.type'] = type;
+  }
+  return body;
+}
+
+// keyPath is the escaped path of one entity.
+export function keyPath(table, pk, rk) {
+  const q = (s) => encodeURIComponent(s.replaceAll("'", "''"));
+  return `/${encodeURIComponent(table)}(PartitionKey='${q(pk)}',RowKey='${q(rk)}')`;
+}
+
+// SAS generation (the string to sign as the service checks it).
+export const SAS_VERSION = '2019-02-02';
+
+export async function tableSAS(key, account, f) {
+  const toSign = [f.sp, f.st, f.se, `/table/${account}/${f.tn.toLowerCase()}`, f.si, f.sip, f.spr, SAS_VERSION,
+    f.spk, f.srk, f.epk, f.erk].join('\n');
+  const sig = await hmac(key, toSign);
+  return sasQuery([['sv', SAS_VERSION], ['tn', f.tn], ['sp', f.sp], ['st', f.st], ['se', f.se], ['si', f.si],
+    ['sip', f.sip], ['spr', f.spr], ['spk', f.spk], ['srk', f.srk], ['epk', f.epk], ['erk', f.erk], ['sig', sig]]);
+}
+
+export async function accountSAS(key, account, f) {
+  const toSign = [account, f.sp, 't', f.srt, f.st, f.se, f.sip, f.spr, SAS_VERSION, ''].join('\n');
+  const sig = await hmac(key, toSign);
+  return sasQuery([['sv', SAS_VERSION], ['ss', 't'], ['srt', f.srt], ['sp', f.sp], ['st', f.st], ['se', f.se],
+    ['sip', f.sip], ['spr', f.spr], ['sig', sig]]);
+}
+
+function sasQuery(pairs) {
+  return pairs.filter(([, v]) => v).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+}
