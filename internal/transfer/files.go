@@ -169,6 +169,10 @@ func newFileSink(spec string) (*fileSink, error) {
 				return nil, fmt.Errorf("destination: %w", err)
 			}
 		}
+		// The file exists even when no table is copied.
+		if _, err := s.file(""); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -185,6 +189,9 @@ func (s *fileSink) file(table string) (*sinkFile, error) {
 	p := s.pathOf(table)
 	if sf := s.files[p]; sf != nil {
 		return sf, nil
+	}
+	if len(s.files) >= maxTables {
+		return nil, fmt.Errorf("destination: more than %d tables", maxTables)
 	}
 	f, err := os.Create(p)
 	if err != nil {
