@@ -55,6 +55,23 @@ type side struct {
 	sink   *fileSink // file destination
 }
 
+// tableName is the name of table on this side: a table SAS's own table
+// whatever the other side calls it.
+func (s *side) tableName(table string) string {
+	if s.remote != nil && s.remote.ep.Table != "" {
+		return s.remote.ep.Table
+	}
+	return table
+}
+
+// oneTable refuses a second table for a table SAS side, which holds one.
+func (s *side) oneTable(n int) error {
+	if n > 1 && s.remote != nil && s.remote.ep.Table != "" {
+		return fmt.Errorf("%s: a table SAS is for one table (%s), and the copy has %d; select one with --tables", s.remote.side, s.remote.ep.Table, n)
+	}
+	return nil
+}
+
 func openSide(spec, name string, conns int) (*side, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("%s: missing (--from / --to)", name)
@@ -233,7 +250,7 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 		}
 		chunk := es[:n]
 		for len(chunk) > 0 {
-			nb, err := w.dst.remote.writeBatch(ctx, table, chunk)
+			nb, err := w.dst.remote.writeBatch(ctx, w.dst.tableName(table), chunk)
 			if err == nil {
 				w.count(len(chunk), nb, ts)
 				break
@@ -286,6 +303,9 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 	}
 	tables, err := selectTables(names, o.Tables)
 	if err != nil {
+		return err
+	}
+	if err := dst.oneTable(len(tables)); err != nil {
 		return err
 	}
 	w := &writer{o: o, dst: dst, st: st}
@@ -486,6 +506,11 @@ files:
 				break files
 			}
 			if !created[rec.Table] {
+				if err := dst.oneTable(len(created) + 1); err != nil {
+					lr.close()
+					readErr = err
+					break files
+				}
 				if len(created) >= maxTables {
 					lr.close()
 					readErr = fmt.Errorf("source: more than %d tables", maxTables)

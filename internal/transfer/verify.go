@@ -37,6 +37,14 @@ func verify(ctx context.Context, o Options, src, dst *side) error {
 	if err != nil {
 		return err
 	}
+	// A table SAS side holds one table under its own name: pair it with
+	// the other side's one table.
+	if dst.remote != nil && dst.remote.ep.Table != "" {
+		if err := dst.oneTable(len(srcTables)); err != nil {
+			return err
+		}
+		dstTables = srcTables
+	}
 	differ := 0
 	inDst := map[string]bool{} // bounded by maxTables
 	for _, t := range dstTables {
@@ -66,7 +74,7 @@ func verify(ctx context.Context, o Options, src, dst *side) error {
 		if err != nil {
 			return err
 		}
-		b, err := readAll(ctx, dst, t, o.Filter)
+		b, err := readAll(ctx, dst, dst.tableName(t), o.Filter)
 		if err != nil {
 			return err
 		}
