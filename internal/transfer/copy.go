@@ -321,16 +321,19 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 		} else if err := dst.sink.ensure(table); err != nil {
 			return err
 		}
+		ts := &tableStats{start: time.Now()}
 		var ranges []*rangeState
 		if cp != nil {
 			ranges = cp.ranges(table)
 		}
 		if ranges == nil {
-			pks, more, err := src.remote.partitions(ctx, table, 64*o.Parallel)
-			if err != nil {
-				return err
+			var pks []string
+			if o.Parallel > 1 {
+				// The last range is open-ended, however many there are.
+				if pks, _, err = src.remote.partitions(ctx, table, 64*o.Parallel); err != nil {
+					return err
+				}
 			}
-			_ = more // the last range is open-ended either way
 			for _, r := range splitRanges(pks, o.Parallel) {
 				ranges = append(ranges, &rangeState{Lo: r.Lo, Hi: r.Hi})
 			}
@@ -340,7 +343,6 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 				}
 			}
 		}
-		ts := &tableStats{start: time.Now()}
 		ctx2, cancel := context.WithCancel(ctx)
 		errc := make(chan error, len(ranges))
 		var wg sync.WaitGroup
