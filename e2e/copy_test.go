@@ -618,6 +618,15 @@ func TestCopyBadInput(t *testing.T) {
 			t.Errorf("%d tables at the destination: data moved", n)
 		}
 	})
+	t.Run("bad filter", func(t *testing.T) {
+		_, stderr, err := runCopy(t, "--from", aConn, "--to", bConn, "--filter", "PartitionKey gee 'x'")
+		if err == nil || !strings.Contains(stderr, "--filter: source: GET /src(): 400 InvalidInput") {
+			t.Errorf("err %v, stderr %q", err, stderr)
+		}
+		if n := bTables(); n != 0 {
+			t.Errorf("%d tables at the destination: data moved", n)
+		}
+	})
 	t.Run("malformed line", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "in.jsonl")
 		lines := `{"table":"mal","PartitionKey":"p","RowKey":"1","props":[["A","Edm.Int32","1"]]}

@@ -308,6 +308,12 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 	if err := dst.oneTable(len(tables)); err != nil {
 		return err
 	}
+	// A bad --filter fails here, before any table is created.
+	if o.Filter != "" && len(tables) > 0 {
+		if _, err := src.remote.queryPage(ctx, tables[0], o.Filter, "", "", 1, ""); err != nil {
+			return fmt.Errorf("--filter: %w", err)
+		}
+	}
 	w := &writer{o: o, dst: dst, st: st}
 	for _, table := range tables {
 		if cp != nil && cp.tableDone(table) {
