@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -73,14 +72,12 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 	if resp.status != http.StatusOK {
 		return nil, c.fail(r, resp)
 	}
-	var v struct {
-		Value []json.RawMessage `json:"value"`
-	}
-	if err := json.Unmarshal(resp.body, &v); err != nil {
+	values, err := splitValues(resp.body)
+	if err != nil {
 		return nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
 	}
-	p := &page{bytes: len(resp.body), entities: make([]*partita.Entity, 0, len(v.Value))}
-	for _, raw := range v.Value {
+	p := &page{bytes: len(resp.body), entities: make([]*partita.Entity, 0, len(values))}
+	for _, raw := range values {
 		e, _, _, err := wire.DecodeEntity(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
