@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
@@ -78,23 +79,26 @@ func appendValueText(b []byte, v edm.Value) []byte {
 }
 
 type jsonRecord struct {
-	Table        *string     `json:"table"`
-	PartitionKey *string     `json:"PartitionKey"`
-	RowKey       *string     `json:"RowKey"`
-	Props        [][3]string `json:"props"`
+	Table        *string    `json:"table"`
+	PartitionKey *string    `json:"PartitionKey"`
+	RowKey       *string    `json:"RowKey"`
+	Props        [][]string `json:"props"`
 }
 
 // DecodeRecord parses one JSONL line (without its newline). The error says
 // what is wrong; the caller adds the file and line number.
 func DecodeRecord(line []byte) (Record, error) {
-	var j jsonRecord
-	d := json.NewDecoder(bytes.NewReader(line))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&j); err != nil {
-		return Record{}, fmt.Errorf("not a JSON entity record: %v", err)
-	}
-	if d.More() {
-		return Record{}, errors.New("more than one JSON value on the line")
+	j, ok := fastRecord(line)
+	if !ok {
+		j = jsonRecord{}
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&j); err != nil {
+			return Record{}, fmt.Errorf("not a JSON entity record: %v", err)
+		}
+		if d.More() {
+			return Record{}, errors.New("more than one JSON value on the line")
+		}
 	}
 	switch {
 	case j.Table == nil || *j.Table == "":
@@ -106,6 +110,9 @@ func DecodeRecord(line []byte) (Record, error) {
 	}
 	e := &partita.Entity{PartitionKey: *j.PartitionKey, RowKey: *j.RowKey, Properties: make([]partita.Property, 0, len(j.Props))}
 	for i, p := range j.Props {
+		if len(p) != 3 {
+			return Record{}, fmt.Errorf("property %d is not [name, type, value]", i)
+		}
 		name := p[0]
 		switch name {
 		case "":
@@ -228,4 +235,83 @@ func appendRequestEntity(b []byte, e *partita.Entity) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// fastRecord reads a line in exactly the layout AppendRecord writes, with
+// no escapes in any string; ok is false for anything else, which the
+// encoding/json path then reads (and explains when it is wrong). The fast
+// path is several times cheaper and gives what encoding/json gives
+// (FuzzFastRecord checks that).
+func fastRecord(b []byte) (j jsonRecord, ok bool) {
+	i := 0
+	lit := func(s string) bool {
+		if len(b)-i < len(s) || string(b[i:i+len(s)]) != s {
+			return false
+		}
+		i += len(s)
+		return true
+	}
+	str := func() (string, bool) {
+		if i >= len(b) || b[i] != '"' {
+			return "", false
+		}
+		start := i + 1
+		for k := start; k < len(b); k++ {
+			c := b[k]
+			if c == '"' {
+				seg := b[start:k]
+				if !utf8.Valid(seg) {
+					return "", false
+				}
+				i = k + 1
+				return string(seg), true
+			}
+			if c == '\\' || c < 0x20 {
+				return "", false
+			}
+		}
+		return "", false
+	}
+	var t, pk, rk string
+	if !lit(`{"table":`) {
+		return j, false
+	}
+	if t, ok = str(); !ok || !lit(`,"PartitionKey":`) {
+		return j, false
+	}
+	if pk, ok = str(); !ok || !lit(`,"RowKey":`) {
+		return j, false
+	}
+	if rk, ok = str(); !ok || !lit(`,"props":[`) {
+		return j, false
+	}
+	j = jsonRecord{Table: &t, PartitionKey: &pk, RowKey: &rk, Props: [][]string{}}
+	if lit("]}") {
+		return j, i == len(b)
+	}
+	for {
+		p := make([]string, 3)
+		if !lit("[") {
+			return j, false
+		}
+		for k := 0; k < 3; k++ {
+			if k > 0 && !lit(",") {
+				return j, false
+			}
+			if p[k], ok = str(); !ok {
+				return j, false
+			}
+		}
+		if !lit("]") {
+			return j, false
+		}
+		j.Props = append(j.Props, p)
+		if lit(",") {
+			continue
+		}
+		if lit("]}") {
+			return j, i == len(b)
+		}
+		return j, false
+	}
 }

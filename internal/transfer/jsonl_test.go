@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -106,6 +107,8 @@ func TestDecodeRecordErrors(t *testing.T) {
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Decimal","1"]]}`, "unknown type"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["Timestamp","Edm.DateTime","2020-01-01T00:00:00.0000000Z"]]}`, "system property"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[]} {}`, "more than one JSON value"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String"]]}`, "is not [name, type, value]"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String","x","y"]]}`, "is not [name, type, value]"},
 	} {
 		_, err := DecodeRecord([]byte(c.line))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -160,4 +163,32 @@ func validForRequest(e *partita.Entity) bool {
 		}
 	}
 	return true
+}
+
+// FuzzFastRecord: whatever the fast line reader accepts, encoding/json
+// reads the same way.
+func FuzzFastRecord(f *testing.F) {
+	f.Add(bytes.TrimSuffix(AppendRecord(nil, "tab", edgeEntity()), []byte("\n")))
+	f.Add([]byte(`{"table":"t","PartitionKey":"","RowKey":"","props":[]}`))
+	f.Add([]byte(`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","1"],["B","Edm.String","\u00e9"]]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fast, ok := fastRecord(line)
+		if !ok {
+			return
+		}
+		var slow jsonRecord
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&slow); err != nil || d.More() {
+			t.Fatalf("fast path accepted what encoding/json refuses (%v): %s", err, line)
+		}
+		if *fast.Table != *slow.Table || *fast.PartitionKey != *slow.PartitionKey || *fast.RowKey != *slow.RowKey || len(fast.Props) != len(slow.Props) {
+			t.Fatalf("paths disagree on %s", line)
+		}
+		for i := range fast.Props {
+			if strings.Join(fast.Props[i], "\x00") != strings.Join(slow.Props[i], "\x00") || len(slow.Props[i]) != 3 {
+				t.Fatalf("paths disagree on property %d of %s", i, line)
+			}
+		}
+	})
 }
