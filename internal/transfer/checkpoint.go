@@ -55,6 +55,13 @@ func jobID(o Options) string {
 
 func openCheckpoint(path string, o Options) (*checkpoint, error) {
 	cp := &checkpoint{path: path, s: cpState{Job: jobID(o), Tables: map[string]*cpTable{}}}
+	// A kill between writing a temporary file and renaming it leaves the
+	// temporary file behind; the checkpoint itself is whole either way.
+	if stale, _ := filepath.Glob(path + ".tmp*"); len(stale) > 0 {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return cp, cp.saveLocked()

@@ -99,6 +99,9 @@ func tablesOf(ctx context.Context, s *side, patterns []string) ([]string, error)
 		if err != nil {
 			return nil, err
 		}
+		if len(names) > maxTables {
+			return nil, fmt.Errorf("%s: more than %d tables; select some with --tables", s.remote.side, maxTables)
+		}
 		return selectTables(names, patterns)
 	}
 	seen := map[string]bool{}
