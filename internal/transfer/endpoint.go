@@ -44,9 +44,19 @@ type Endpoint struct {
 // IsEndpoint reports whether spec names an endpoint rather than a file:
 // a connection string or an http(s) URL.
 func IsEndpoint(spec string) bool {
-	return strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") ||
-		strings.Contains(spec, "=") && strings.Contains(strings.ToLower(spec), "endpoint") ||
-		strings.Contains(strings.ToLower(spec), "usedevelopmentstorage=true")
+	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
+		return true
+	}
+	if isFileSpec(spec) {
+		return false
+	}
+	l := strings.ToLower(spec)
+	for _, k := range []string{"accountname=", "tableendpoint=", "usedevelopmentstorage=", "sharedaccesssignature="} {
+		if strings.Contains(l, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseEndpoint parses an Azure Storage connection string

@@ -192,3 +192,41 @@ func FuzzFastRecord(f *testing.F) {
 		}
 	})
 }
+
+func TestParseEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		spec, base, account, table string
+		endpoint                   bool
+	}{
+		{"UseDevelopmentStorage=true", "http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "", true},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + DevKey + ";EndpointSuffix=core.windows.net", "https://acct.table.core.windows.net", "acct", "", true},
+		{"AccountName=devstoreaccount1;AccountKey=" + DevKey + ";TableEndpoint=http://127.0.0.1:9/devstoreaccount1/", "http://127.0.0.1:9/devstoreaccount1", "devstoreaccount1", "", true},
+		{"TableEndpoint=https://acct.table.core.windows.net/;SharedAccessSignature=sv=2019-02-02&tn=t1&sig=x", "https://acct.table.core.windows.net", "acct", "t1", true},
+		{"https://acct.table.core.windows.net/t1?tn=t1&sv=2019-02-02&sig=x", "https://acct.table.core.windows.net", "acct", "t1", true},
+		{"http://127.0.0.1:9/devstoreaccount1?sv=2019-02-02&ss=t&srt=sco&sp=rl&sig=x", "http://127.0.0.1:9/devstoreaccount1", "devstoreaccount1", "", true},
+		{"AccountName=acct;AccountKey=" + DevKey, "https://acct.table.core.windows.net", "acct", "", true},
+		{"export/tableendpoint=x.jsonl", "", "", "", false},
+		{"backup", "", "", "", false},
+	} {
+		if got := IsEndpoint(c.spec); got != c.endpoint {
+			t.Errorf("IsEndpoint(%q) = %v", c.spec, got)
+			continue
+		}
+		if !c.endpoint {
+			continue
+		}
+		ep, err := ParseEndpoint(c.spec)
+		if err != nil {
+			t.Errorf("ParseEndpoint(%q): %v", c.spec, err)
+			continue
+		}
+		if ep.Base != c.base || ep.Account != c.account || ep.Table != c.table {
+			t.Errorf("ParseEndpoint(%q) = %s %s %s", c.spec, ep.Base, ep.Account, ep.Table)
+		}
+	}
+	for _, bad := range []string{"AccountName=a;AccountKey=!!", "AccountName=a", "TableEndpoint=ftp://x;AccountName=a;AccountKey=" + DevKey, "http://host/acct"} {
+		if _, err := ParseEndpoint(bad); err == nil {
+			t.Errorf("ParseEndpoint(%q) succeeded", bad)
+		}
+	}
+}
