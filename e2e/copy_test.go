@@ -481,7 +481,14 @@ func TestCopyServerBusy(t *testing.T) {
 	seedBulk(t, sdkService(t, a.Endpoint()), "busy", 10, 3000, 200)
 	fp := startFaultProxy(t, b.URL, 3)
 	aConn, pConn := connString(a.Endpoint(), devKey), connString(fp.URL+"/"+devAccount, devKey)
-	out := mustCopy(t, "--from", aConn, "--to", pConn, "--parallel", "1")
+	out, stderr, err := runCopy(t, "--from", aConn, "--to", pConn, "--parallel", "1")
+	if err != nil {
+		t.Fatalf("copy through the faulty proxy: %v", err)
+	}
+	// The Retry-After alone makes the copy outlast one 1 s progress interval.
+	if !regexp.MustCompile(`(?m)^\d+ entities, \d+ entities/s, [0-9.]+ [KMG]?i?B, \d+s elapsed(, \d+ retries)?$`).MatchString(stderr) {
+		t.Errorf("no plain progress line on stderr:\n%s", stderr)
+	}
 	if fp.injected.Load() < 5 {
 		t.Fatalf("only %d faults injected", fp.injected.Load())
 	}
