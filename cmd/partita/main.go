@@ -39,6 +39,7 @@ const usage = `partita: Azure Table storage, self-hosted.
 Usage:
   partita serve [flags]   start the server (partita serve --help for flags)
   partita bench [flags]   benchmark a Table endpoint (partita bench --help for flags)
+  partita copy [flags]    copy tables between endpoints and JSONL files (partita copy --help)
   partita backup --admin URL --to DIR   online backup of a running server's store
   partita check --data DIR              check a stopped server's store (or a backup)
   partita version         print the version
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench(ctx, args[1:], stdout, stderr)
+	case "copy":
+		return copyCmd(ctx, args[1:], stdout, stderr)
 	case "backup":
 		return backup(ctx, args[1:], stdout, stderr)
 	case "check":

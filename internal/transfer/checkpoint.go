@@ -1,0 +1,150 @@
+package transfer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// checkpoint records, per table, the key ranges of the copy and each
+// range's continuation. It is rewritten atomically (temp file, fsync,
+// rename) after the destination acknowledged a page, so a copy killed at
+// any moment resumes from a state that is never ahead of the destination.
+type checkpoint struct {
+	path string
+	mu   sync.Mutex
+	s    cpState
+}
+
+type cpState struct {
+	// Job is a hash of the source, destination and filter (which carry
+	// secrets, so they are not written): a checkpoint of another copy is
+	// refused rather than misapplied.
+	Job    string              `json:"job"`
+	Tables map[string]*cpTable `json:"tables"`
+}
+
+type cpTable struct {
+	Ranges []*rangeState `json:"ranges"`
+	Done   bool          `json:"done"`
+}
+
+// rangeState is one key range and how far it got.
+type rangeState struct {
+	Lo     string `json:"lo"`
+	Hi     string `json:"hi"`
+	NextPK string `json:"nextPartitionKey,omitempty"`
+	NextRK string `json:"nextRowKey,omitempty"`
+	Done   bool   `json:"done"`
+}
+
+func jobID(o Options) string {
+	h := sha256.New()
+	for _, s := range []string{o.From, o.To, o.Filter, strings.Join(o.Tables, "\x00")} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func openCheckpoint(path string, o Options) (*checkpoint, error) {
+	cp := &checkpoint{path: path, s: cpState{Job: jobID(o), Tables: map[string]*cpTable{}}}
+	// A kill between writing a temporary file and renaming it leaves the
+	// temporary file behind; the checkpoint itself is whole either way.
+	if stale, _ := filepath.Glob(path + ".tmp*"); len(stale) > 0 {
+		for _, f := range stale {
+			os.Remove(f)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cp, cp.saveLocked()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--checkpoint: %w", err)
+	}
+	var s cpState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("--checkpoint %s: not a checkpoint file: %v", path, err)
+	}
+	if s.Job != cp.s.Job {
+		return nil, fmt.Errorf("--checkpoint %s: written by a copy with other --from, --to, --filter or --tables; remove it to start over", path)
+	}
+	if s.Tables == nil {
+		s.Tables = map[string]*cpTable{}
+	}
+	cp.s = s
+	return cp, nil
+}
+
+func (cp *checkpoint) tableDone(table string) bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	t := cp.s.Tables[table]
+	return t != nil && t.Done
+}
+
+// ranges returns the recorded ranges of table (nil if none).
+func (cp *checkpoint) ranges(table string) []*rangeState {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if t := cp.s.Tables[table]; t != nil {
+		return t.Ranges
+	}
+	return nil
+}
+
+func (cp *checkpoint) setRanges(table string, rs []*rangeState) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	cp.s.Tables[table] = &cpTable{Ranges: rs}
+	return cp.saveLocked()
+}
+
+func (cp *checkpoint) advance(table string, r *rangeState, npk, nrk string, done bool) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	r.NextPK, r.NextRK, r.Done = npk, nrk, done
+	return cp.saveLocked()
+}
+
+func (cp *checkpoint) finishTable(table string) error {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	if t := cp.s.Tables[table]; t != nil {
+		t.Done = true
+	}
+	return cp.saveLocked()
+}
+
+func (cp *checkpoint) saveLocked() error {
+	b, err := json.MarshalIndent(&cp.s, "", " ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(cp.path), filepath.Base(cp.path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("--checkpoint: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), cp.path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("--checkpoint: %w", err)
+	}
+	return nil
+}

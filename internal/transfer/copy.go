@@ -1,0 +1,637 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partita/partita"
+)
+
+// Options configure a copy.
+type Options struct {
+	From, To string
+	// Tables selects tables by name or glob (path.Match syntax); empty
+	// selects all.
+	Tables   []string
+	Filter   string
+	Parallel int
+	// Checkpoint is a file recording per-range progress; a re-run with the
+	// same flags resumes from it.
+	Checkpoint string
+	// SkipRefused goes on past entities the destination refuses (each is
+	// reported); otherwise the first one stops the copy.
+	SkipRefused bool
+	Verify      bool // only compare, copy nothing
+	// Progress receives progress lines; Terminal rewrites one line.
+	Progress         io.Writer
+	Terminal         bool
+	ProgressInterval time.Duration
+	// Out receives per-table summaries, refusals and differences.
+	Out io.Writer
+}
+
+// ErrRefused is returned at the end of a copy that skipped refused entities.
+var ErrRefused = errors.New("the destination refused some entities")
+
+// ErrDiffer is returned by a verify that found differences.
+var ErrDiffer = errors.New("source and destination differ")
+
+// maxTables bounds the tables one run handles (names come from the source).
+const maxTables = 10000
+
+// side is one end of a copy.
+type side struct {
+	spec   string
+	remote *client   // endpoint
+	files  []string  // file source
+	sink   *fileSink // file destination
+}
+
+// tableName is the name of table on this side: a table SAS's own table
+// whatever the other side calls it.
+func (s *side) tableName(table string) string {
+	if s.remote != nil && s.remote.ep.Table != "" {
+		return s.remote.ep.Table
+	}
+	return table
+}
+
+// oneTable refuses a second table for a table SAS side, which holds one.
+func (s *side) oneTable(n int) error {
+	if n > 1 && s.remote != nil && s.remote.ep.Table != "" {
+		return fmt.Errorf("%s: a table SAS is for one table (%s), and the copy has %d; select one with --tables", s.remote.side, s.remote.ep.Table, n)
+	}
+	return nil
+}
+
+func openSide(spec, name string, conns int) (*side, error) {
+	if spec == "" {
+		return nil, fmt.Errorf("%s: missing (--from / --to)", name)
+	}
+	if IsEndpoint(spec) {
+		ep, err := ParseEndpoint(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return &side{spec: spec, remote: newClient(ep, name, conns)}, nil
+	}
+	return &side{spec: spec}, nil
+}
+
+// stats counts progress.
+type stats struct {
+	entities atomic.Int64
+	bytes    atomic.Int64
+	retries  atomic.Int64
+	refused  atomic.Int64
+	// srcDone/srcTotal give the ETA for file sources.
+	srcDone  func() int64
+	srcTotal int64
+}
+
+// Run performs the copy (or, with Verify, the comparison) in o.
+func Run(ctx context.Context, o Options) error {
+	if o.Parallel < 1 {
+		o.Parallel = 4
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.ProgressInterval <= 0 {
+		o.ProgressInterval = 10 * time.Second
+		if o.Terminal {
+			o.ProgressInterval = 500 * time.Millisecond
+		}
+	}
+	src, err := openSide(o.From, "source", o.Parallel)
+	if err != nil {
+		return err
+	}
+	dst, err := openSide(o.To, "destination", o.Parallel)
+	if err != nil {
+		return err
+	}
+	st := &stats{}
+	for _, s := range []*side{src, dst} {
+		if s.remote != nil {
+			s.remote.retries = func() { st.retries.Add(1) }
+		}
+	}
+	// Credentials and reachability first, before any data moves.
+	if src.remote != nil {
+		if err := src.remote.Check(ctx); err != nil {
+			return err
+		}
+	} else {
+		if src.files, err = sourceFiles(src.spec); err != nil {
+			return err
+		}
+	}
+	if dst.remote != nil {
+		if err := dst.remote.Check(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Verify {
+		return verify(ctx, o, src, dst)
+	}
+	if dst.remote == nil {
+		if o.Checkpoint != "" {
+			return errors.New("--checkpoint needs an endpoint destination (a file export starts over)")
+		}
+		if dst.sink, err = newFileSink(dst.spec); err != nil {
+			return err
+		}
+	}
+
+	var cp *checkpoint
+	if o.Checkpoint != "" {
+		if src.remote == nil {
+			return errors.New("--checkpoint needs an endpoint source (a file import is idempotent: run it again)")
+		}
+		if cp, err = openCheckpoint(o.Checkpoint, o); err != nil {
+			return err
+		}
+	}
+
+	stop := startProgress(o, st)
+	start := time.Now()
+	if src.remote != nil {
+		err = copyFromRemote(ctx, o, src, dst, cp, st)
+	} else {
+		err = copyFromFiles(ctx, o, src, dst, st)
+	}
+	stop()
+	if dst.sink != nil {
+		if cerr := dst.sink.close(); err == nil {
+			err = cerr
+		}
+	}
+	el := time.Since(start)
+	fmt.Fprintf(o.Out, "total: %d entities, %s, %s, %.0f entities/s, %d retries\n",
+		st.entities.Load(), humanBytes(st.bytes.Load()), el.Round(time.Millisecond), float64(st.entities.Load())/el.Seconds(), st.retries.Load())
+	if err == nil && st.refused.Load() > 0 {
+		return fmt.Errorf("%w: %d", ErrRefused, st.refused.Load())
+	}
+	return err
+}
+
+// selectTables filters names by the patterns.
+func selectTables(names, patterns []string) ([]string, error) {
+	if len(patterns) == 0 {
+		return names, nil
+	}
+	var out []string
+	for _, n := range names {
+		for _, p := range patterns {
+			ok, err := path.Match(p, n)
+			if err != nil {
+				return nil, fmt.Errorf("--tables: bad pattern %q", p)
+			}
+			if ok {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// tableStats is one table's summary.
+type tableStats struct {
+	entities, bytes atomic.Int64
+	start           time.Time
+}
+
+func (ts *tableStats) print(w io.Writer, table string) {
+	el := time.Since(ts.start)
+	fmt.Fprintf(w, "table %s: %d entities, %s, %s, %.0f entities/s\n", table, ts.entities.Load(), humanBytes(ts.bytes.Load()), el.Round(time.Millisecond), float64(ts.entities.Load())/el.Seconds())
+}
+
+// writer writes entities of one partition of one table to the destination,
+// in batches of up to 100, handling refusals.
+type writer struct {
+	o   Options
+	dst *side
+	st  *stats
+	out sync.Mutex
+}
+
+func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, ts *tableStats) error {
+	if w.dst.sink != nil {
+		n, err := w.dst.sink.write(table, es)
+		if err != nil {
+			return err
+		}
+		w.count(len(es), n, ts)
+		return nil
+	}
+	for len(es) > 0 {
+		// Up to 100 operations and maxBatchBytes of bodies, one partition.
+		n, size := 0, 0
+		for n < len(es) && n < 100 && es[n].PartitionKey == es[0].PartitionKey {
+			sz := es[n].Size() * 2
+			if n > 0 && size+sz > maxBatchBytes {
+				break
+			}
+			size += sz
+			n++
+		}
+		chunk := es[:n]
+		for len(chunk) > 0 {
+			nb, err := w.dst.remote.writeBatch(ctx, w.dst.tableName(table), chunk)
+			if err == nil {
+				w.count(len(chunk), nb, ts)
+				break
+			}
+			var ref *Refused
+			if !errors.As(err, &ref) {
+				return err
+			}
+			if !w.o.SkipRefused {
+				return ref
+			}
+			w.st.refused.Add(1)
+			w.out.Lock()
+			fmt.Fprintf(w.o.Out, "refused: %s\n", ref.Error())
+			w.out.Unlock()
+			// Drop the refused entity and send the rest again.
+			rest := make([]*partita.Entity, 0, len(chunk)-1)
+			for _, e := range chunk {
+				if e.PartitionKey != ref.PartitionKey || e.RowKey != ref.RowKey {
+					rest = append(rest, e)
+				}
+			}
+			if len(rest) == len(chunk) {
+				return ref // should not happen: the refused entity is not in the batch
+			}
+			chunk = rest
+		}
+		es = es[n:]
+	}
+	return nil
+}
+
+func (w *writer) count(n, bytes int, ts *tableStats) {
+	w.st.entities.Add(int64(n))
+	w.st.bytes.Add(int64(bytes))
+	if ts != nil {
+		ts.entities.Add(int64(n))
+		ts.bytes.Add(int64(bytes))
+	}
+}
+
+// copyFromRemote copies each selected table by key ranges in parallel.
+func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoint, st *stats) error {
+	names, err := src.remote.ListTables(ctx)
+	if err != nil {
+		return err
+	}
+	if len(names) > maxTables {
+		return fmt.Errorf("source: more than %d tables; select some with --tables", maxTables)
+	}
+	tables, err := selectTables(names, o.Tables)
+	if err != nil {
+		return err
+	}
+	if err := dst.oneTable(len(tables)); err != nil {
+		return err
+	}
+	// A bad --filter fails here, before any table is created.
+	if o.Filter != "" && len(tables) > 0 {
+		if _, err := src.remote.queryPage(ctx, tables[0], o.Filter, "", "", 1, ""); err != nil {
+			return fmt.Errorf("--filter: %w", err)
+		}
+	}
+	w := &writer{o: o, dst: dst, st: st}
+	for _, table := range tables {
+		if cp != nil && cp.tableDone(table) {
+			fmt.Fprintf(o.Out, "table %s: done in the checkpoint\n", table)
+			continue
+		}
+		if dst.remote != nil {
+			if err := dst.remote.CreateTable(ctx, table); err != nil {
+				return err
+			}
+		} else if err := dst.sink.ensure(table); err != nil {
+			return err
+		}
+		ts := &tableStats{start: time.Now()}
+		var ranges []*rangeState
+		if cp != nil {
+			ranges = cp.ranges(table)
+		}
+		if ranges == nil {
+			var pks []string
+			if o.Parallel > 1 {
+				// The last range is open-ended, however many there are.
+				if pks, _, err = src.remote.partitions(ctx, table, 64*o.Parallel); err != nil {
+					return err
+				}
+			}
+			for _, r := range splitRanges(pks, o.Parallel) {
+				ranges = append(ranges, &rangeState{Lo: r.Lo, Hi: r.Hi})
+			}
+			if cp != nil {
+				if err := cp.setRanges(table, ranges); err != nil {
+					return err
+				}
+			}
+		}
+		ctx2, cancel := context.WithCancel(ctx)
+		errc := make(chan error, len(ranges))
+		var wg sync.WaitGroup
+		for _, r := range ranges {
+			if r.Done {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := copyRange(ctx2, o, src, w, cp, table, r, ts); err != nil {
+					errc <- err
+					cancel()
+				}
+			}()
+		}
+		wg.Wait()
+		cancel()
+		close(errc)
+		if err := <-errc; err != nil {
+			return err
+		}
+		if cp != nil {
+			if err := cp.finishTable(table); err != nil {
+				return err
+			}
+		}
+		ts.print(o.Out, table)
+	}
+	return nil
+}
+
+// copyRange copies one key range page by page; the next page is read while
+// the current one is written. The checkpoint records a page's continuation
+// only after the destination acknowledged all of it.
+func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpoint, table string, r *rangeState, ts *tableStats) error {
+	type item struct {
+		p   *page
+		err error
+	}
+	pages := make(chan item, 1)
+	filter := keyRange{Lo: r.Lo, Hi: r.Hi}.filter(o.Filter)
+	go func() {
+		defer close(pages)
+		npk, nrk := r.NextPK, r.NextRK
+		for {
+			p, err := src.remote.queryPage(ctx, table, filter, npk, nrk, 0, "")
+			select {
+			case pages <- item{p, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || p.nextPK == "" && p.nextRK == "" {
+				return
+			}
+			npk, nrk = p.nextPK, p.nextRK
+		}
+	}()
+	for it := range pages {
+		if it.err != nil {
+			return it.err
+		}
+		es := it.p.entities
+		for len(es) > 0 {
+			n := 1
+			for n < len(es) && es[n].PartitionKey == es[0].PartitionKey {
+				n++
+			}
+			if err := w.write(ctx, table, es[:n], ts); err != nil {
+				return err
+			}
+			es = es[n:]
+		}
+		done := it.p.nextPK == "" && it.p.nextRK == ""
+		if cp != nil {
+			if err := cp.advance(table, r, it.p.nextPK, it.p.nextRK, done); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// copyFromFiles reads the JSONL files in order and writes batches of
+// consecutive entities of one partition through Parallel writers.
+func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) error {
+	var total int64
+	for _, f := range src.files {
+		if fi, err := os.Stat(f); err == nil {
+			total += fi.Size()
+		}
+	}
+	var doneBefore atomic.Int64
+	var cur atomic.Pointer[countingReader]
+	st.srcTotal = total
+	st.srcDone = func() int64 {
+		n := doneBefore.Load()
+		if c := cur.Load(); c != nil {
+			n += c.N()
+		}
+		return n
+	}
+	w := &writer{o: o, dst: dst, st: st}
+	type job struct {
+		table string
+		es    []*partita.Entity
+		ts    *tableStats
+	}
+	jobs := make(chan job, o.Parallel)
+	ctx2, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var firstErr error
+	var errOnce sync.Once
+	fail := func(err error) { errOnce.Do(func() { firstErr = err; cancel() }) }
+	tstats := map[string]*tableStats{} // bounded by maxTables
+	var order []string
+	var wg sync.WaitGroup
+	for range o.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				if ctx2.Err() != nil {
+					continue
+				}
+				if err := w.write(ctx2, j.table, j.es, j.ts); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	var pending []*partita.Entity
+	pendTable := ""
+	pendBytes := 0
+	flush := func() {
+		if len(pending) == 0 {
+			return
+		}
+		select {
+		case jobs <- job{pendTable, pending, tstats[pendTable]}:
+		case <-ctx2.Done():
+		}
+		pending, pendBytes = nil, 0
+	}
+	created := map[string]bool{} // bounded by maxTables
+	var readErr error
+files:
+	for _, f := range src.files {
+		lr, err := openLines(f)
+		if err != nil {
+			readErr = err
+			break
+		}
+		cur.Store(lr.counted)
+		for ctx2.Err() == nil {
+			rec, _, err := lr.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				lr.close()
+				readErr = err
+				break files
+			}
+			if !created[rec.Table] {
+				if err := dst.oneTable(len(created) + 1); err != nil {
+					lr.close()
+					readErr = err
+					break files
+				}
+				if len(created) >= maxTables {
+					lr.close()
+					readErr = fmt.Errorf("source: more than %d tables", maxTables)
+					break files
+				}
+				flush()
+				// Writers may still hold batches of other tables; the new
+				// table's map entry is set before any of its batches.
+				if dst.remote != nil {
+					if err := dst.remote.CreateTable(ctx2, rec.Table); err != nil {
+						lr.close()
+						readErr = err
+						break files
+					}
+				} else if err := dst.sink.ensure(rec.Table); err != nil {
+					lr.close()
+					readErr = err
+					break files
+				}
+				created[rec.Table] = true
+				tstats[rec.Table] = &tableStats{start: time.Now()}
+				order = append(order, rec.Table)
+			}
+			sz := rec.Entity.Size() * 2
+			if len(pending) > 0 && (rec.Table != pendTable || rec.Entity.PartitionKey != pending[0].PartitionKey || len(pending) == 100 || pendBytes+sz > maxBatchBytes) {
+				flush()
+			}
+			pendTable = rec.Table
+			pending = append(pending, rec.Entity)
+			pendBytes += sz
+		}
+		if fi, err := os.Stat(f); err == nil {
+			doneBefore.Add(fi.Size())
+		}
+		cur.Store(nil)
+		lr.close()
+	}
+	// Everything before a malformed line is written; nothing of it.
+	flush()
+	close(jobs)
+	wg.Wait()
+	for _, t := range order {
+		tstats[t].print(o.Out, t)
+	}
+	if readErr != nil {
+		return readErr
+	}
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+// startProgress prints progress lines until the returned func is called.
+func startProgress(o Options, st *stats) func() {
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(o.ProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				if o.Terminal {
+					fmt.Fprintln(o.Progress)
+				}
+				return
+			case <-t.C:
+			}
+			el := time.Since(start)
+			n := st.entities.Load()
+			line := fmt.Sprintf("%d entities, %.0f entities/s, %s, %s elapsed", n, float64(n)/el.Seconds(), humanBytes(st.bytes.Load()), el.Round(time.Second))
+			if st.srcDone != nil && st.srcTotal > 0 {
+				d := st.srcDone()
+				if d > 0 {
+					eta := time.Duration(float64(el) * float64(st.srcTotal-d) / float64(d))
+					line += fmt.Sprintf(", %d%%, ETA %s", 100*d/st.srcTotal, eta.Round(time.Second))
+				}
+			}
+			if r := st.retries.Load(); r > 0 {
+				line += fmt.Sprintf(", %d retries", r)
+			}
+			if o.Terminal {
+				fmt.Fprintf(o.Progress, "\r\033[K%s", line)
+			} else {
+				fmt.Fprintln(o.Progress, line)
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// sortEntities orders es by PartitionKey then RowKey (byte order; used to
+// pair entities up, not to match a service's order).
+func sortEntities(es []*partita.Entity) {
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].PartitionKey != es[j].PartitionKey {
+			return es[i].PartitionKey < es[j].PartitionKey
+		}
+		return es[i].RowKey < es[j].RowKey
+	})
+}

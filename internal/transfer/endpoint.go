@@ -1,0 +1,478 @@
+// Package transfer copies tables between Table endpoints and JSONL files:
+// the engine behind `partita copy`. It talks HTTP itself with partita's own
+// codecs (internal/wire for entity JSON, internal/changeset for $batch), so
+// every EDM type survives exactly: the Go SDK's map decoding turns Int64 and
+// non-finite doubles into plain JSON values and loses Int32 versus Double.
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const apiVersion = "2019-02-02"
+
+// DevKey is the well-known key of the development account.
+const DevKey = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+
+// Endpoint is a Table service endpoint and the credential to use with it.
+type Endpoint struct {
+	// Base is the service URL without a trailing slash, e.g.
+	// http://127.0.0.1:10002/devstoreaccount1.
+	Base    string
+	Account string
+	key     []byte     // SharedKeyLite signing key, or nil
+	sas     url.Values // SAS query parameters, or nil
+	// Table is the table a table SAS is for ("" for an account SAS or key).
+	Table string
+}
+
+// IsEndpoint reports whether spec names an endpoint rather than a file:
+// a connection string or an http(s) URL.
+func IsEndpoint(spec string) bool {
+	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
+		return true
+	}
+	if isFileSpec(spec) {
+		return false
+	}
+	l := strings.ToLower(spec)
+	for _, k := range []string{"accountname=", "tableendpoint=", "usedevelopmentstorage=", "sharedaccesssignature="} {
+		if strings.Contains(l, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseEndpoint parses an Azure Storage connection string
+// (DefaultEndpointsProtocol=…;AccountName=…;AccountKey=…;TableEndpoint=…,
+// UseDevelopmentStorage=true, or with SharedAccessSignature=…) or a URL with
+// a SAS in its query (http://host/account?sv=…&sig=…, or a table SAS URL
+// http://host/account/table?…).
+func ParseEndpoint(spec string) (*Endpoint, error) {
+	if strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://") {
+		u, err := url.Parse(spec)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint URL: %w", err)
+		}
+		q := u.Query()
+		if q.Get("sig") == "" {
+			return nil, errors.New("endpoint URL has no SAS (sig=…); give a connection string with AccountKey instead")
+		}
+		ep := &Endpoint{sas: q}
+		path := strings.TrimRight(u.EscapedPath(), "/")
+		if tn := q.Get("tn"); tn != "" {
+			ep.Table = tn
+			if i := strings.LastIndexByte(path, '/'); i >= 0 && strings.EqualFold(path[i+1:], tn) {
+				path = path[:i]
+			}
+		}
+		ep.Base = u.Scheme + "://" + u.Host + path
+		ep.Account = accountOf(u.Host, path)
+		return ep, nil
+	}
+	kv := map[string]string{}
+	for _, part := range strings.Split(spec, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, fmt.Errorf("connection string: %q is not Key=Value", part)
+		}
+		kv[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
+	}
+	if strings.EqualFold(kv["usedevelopmentstorage"], "true") {
+		base := "http://127.0.0.1:10002/devstoreaccount1"
+		if p := kv["developmentstorageproxyuri"]; p != "" {
+			base = strings.TrimRight(p, "/") + ":10002/devstoreaccount1"
+		}
+		kv["tableendpoint"], kv["accountname"], kv["accountkey"] = base, "devstoreaccount1", DevKey
+	}
+	ep := &Endpoint{Account: kv["accountname"]}
+	base := kv["tableendpoint"]
+	if base == "" {
+		if ep.Account == "" {
+			return nil, errors.New("connection string: neither TableEndpoint nor AccountName")
+		}
+		proto := kv["defaultendpointsprotocol"]
+		if proto == "" {
+			proto = "https"
+		}
+		suffix := kv["endpointsuffix"]
+		if suffix == "" {
+			suffix = "core.windows.net"
+		}
+		base = proto + "://" + ep.Account + ".table." + suffix
+	}
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("connection string: TableEndpoint %q is not an http(s) URL", base)
+	}
+	ep.Base = u.Scheme + "://" + u.Host + u.EscapedPath()
+	if ep.Account == "" {
+		ep.Account = accountOf(u.Host, u.EscapedPath())
+	}
+	switch {
+	case kv["sharedaccesssignature"] != "":
+		q, err := url.ParseQuery(strings.TrimPrefix(kv["sharedaccesssignature"], "?"))
+		if err != nil || q.Get("sig") == "" {
+			return nil, errors.New("connection string: SharedAccessSignature is not a SAS query")
+		}
+		ep.sas = q
+		ep.Table = q.Get("tn")
+	case kv["accountkey"] != "":
+		k, err := base64.StdEncoding.DecodeString(kv["accountkey"])
+		if err != nil || len(k) == 0 {
+			return nil, errors.New("connection string: AccountKey is not base64")
+		}
+		ep.key = k
+		if ep.Account == "" {
+			return nil, errors.New("connection string: AccountKey without AccountName")
+		}
+	default:
+		return nil, errors.New("connection string: no AccountKey or SharedAccessSignature")
+	}
+	return ep, nil
+}
+
+// accountOf names the account: the first path segment (path style) or the
+// host's first label (host style).
+func accountOf(host, path string) string {
+	if p := strings.Trim(path, "/"); p != "" {
+		if i := strings.IndexByte(p, '/'); i >= 0 {
+			p = p[:i]
+		}
+		return p
+	}
+	h := host
+	if i := strings.IndexByte(h, ':'); i >= 0 {
+		h = h[:i]
+	}
+	if i := strings.IndexByte(h, '.'); i >= 0 {
+		return h[:i]
+	}
+	return h
+}
+
+// String describes the endpoint without its secret.
+func (e *Endpoint) String() string { return e.Base }
+
+// client is an HTTP client of one endpoint with retries.
+type client struct {
+	ep   *Endpoint
+	hc   *http.Client
+	u    *url.URL
+	side string // "source" or "destination", for messages
+	// Retries counts requests retried after 503, 500 or a network error.
+	retries func()
+	// maxAttempts bounds the tries of one request.
+	maxAttempts int
+}
+
+func newClient(ep *Endpoint, side string, conns int) *client {
+	u, _ := url.Parse(ep.Base)
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        2 * conns,
+		MaxIdleConnsPerHost: 2 * conns,
+		IdleConnTimeout:     4 * time.Second, // under Azurite's 5 s keep-alive
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      64 << 10,
+	}
+	return &client{ep: ep, hc: &http.Client{Transport: tr}, u: u, side: side, retries: func() {}, maxAttempts: 10}
+}
+
+// ServiceError is a response with an error status.
+type ServiceError struct {
+	Side    string
+	Method  string
+	Path    string
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *ServiceError) Error() string {
+	msg := e.Message
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return fmt.Sprintf("%s: %s %s: %d %s: %s", e.Side, e.Method, e.Path, e.Status, e.Code, msg)
+}
+
+// parseError reads the odata.error (JSON) or XML error body.
+func parseError(side, method, path string, status int, body []byte) *ServiceError {
+	se := &ServiceError{Side: side, Method: method, Path: path, Status: status}
+	var j struct {
+		Err struct {
+			Code    string `json:"code"`
+			Message struct {
+				Value string `json:"value"`
+			} `json:"message"`
+		} `json:"odata.error"`
+	}
+	if json.Unmarshal(body, &j) == nil && j.Err.Code != "" {
+		se.Code, se.Message = j.Err.Code, j.Err.Message.Value
+		return se
+	}
+	s := string(body)
+	if i, k := strings.Index(s, "<Code>"), strings.Index(s, "</Code>"); i >= 0 && k > i {
+		se.Code = s[i+6 : k]
+	}
+	if i, k := strings.Index(s, "<Message>"), strings.Index(s, "</Message>"); i >= 0 && k > i {
+		se.Message = s[i+9 : k]
+	}
+	if se.Code == "" {
+		se.Code = http.StatusText(status)
+		if len(s) > 200 {
+			s = s[:200]
+		}
+		se.Message = strings.TrimSpace(s)
+	}
+	return se
+}
+
+type request struct {
+	method      string
+	path        string // escaped, after the endpoint base, starting with '/'
+	query       string // raw query without the SAS
+	body        []byte
+	contentType string
+	prefer      string
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends r, retrying 503, 500 and network errors with backoff that honours
+// Retry-After. Any other status is returned as is.
+func (c *client) do(ctx context.Context, r *request) (*response, error) {
+	var last error
+	for attempt := 0; attempt < c.maxAttempts; attempt++ {
+		if attempt > 0 {
+			c.retries()
+		}
+		resp, err := c.once(ctx, r)
+		var wait time.Duration
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			last = fmt.Errorf("%s: cannot reach %s: %w", c.side, c.ep.Base, err)
+		case resp.status == http.StatusServiceUnavailable || resp.status == http.StatusInternalServerError:
+			last = parseError(c.side, r.method, r.path, resp.status, resp.body)
+			if s, err := strconv.Atoi(resp.header.Get("Retry-After")); err == nil && s >= 0 && s <= 60 {
+				wait = time.Duration(s) * time.Second
+			}
+		default:
+			return resp, nil
+		}
+		if wait == 0 {
+			wait = 100 * time.Millisecond << min(attempt, 6)
+			wait = wait/2 + rand.N(wait/2+1)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return nil, last
+}
+
+func (c *client) once(ctx context.Context, r *request) (*response, error) {
+	rawPath := c.u.EscapedPath() + r.path
+	query := r.query
+	h := http.Header{
+		"X-Ms-Version":          {apiVersion},
+		"Accept":                {"application/json;odata=fullmetadata"},
+		"Dataserviceversion":    {"3.0"},
+		"Maxdataserviceversion": {"3.0;NetFx"},
+	}
+	if c.ep.sas != nil {
+		s := c.ep.sas.Encode()
+		if query != "" {
+			query += "&" + s
+		} else {
+			query = s
+		}
+	} else {
+		date := time.Now().UTC().Format(http.TimeFormat)
+		h["X-Ms-Date"] = []string{date}
+		res := "/" + c.ep.Account + rawPath
+		if rawPath == "" {
+			res += "/"
+		}
+		m := hmac.New(sha256.New, c.ep.key)
+		io.WriteString(m, date+"\n"+res)
+		h["Authorization"] = []string{"SharedKeyLite " + c.ep.Account + ":" + base64.StdEncoding.EncodeToString(m.Sum(nil))}
+	}
+	if r.contentType != "" {
+		h["Content-Type"] = []string{r.contentType}
+	}
+	if r.prefer != "" {
+		h["Prefer"] = []string{r.prefer}
+	}
+	req := &http.Request{
+		Method:     r.method,
+		URL:        &url.URL{Scheme: c.u.Scheme, Host: c.u.Host, Opaque: rawPath, RawQuery: query},
+		Proto:      "HTTP/1.1",
+		ProtoMajor: 1,
+		ProtoMinor: 1,
+		Header:     h,
+		Host:       c.u.Host,
+	}
+	if r.body != nil {
+		b := r.body
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		req.ContentLength = int64(len(b))
+	} else if r.method == http.MethodPost || r.method == http.MethodPut {
+		req.Body = http.NoBody
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	resp, err := c.hc.Do(req.WithContext(ctx))
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: body}, nil
+}
+
+func (c *client) fail(r *request, resp *response) *ServiceError {
+	return parseError(c.side, r.method, r.path, resp.status, resp.body)
+}
+
+// queryEscape escapes a query parameter value (spaces as %20).
+func queryEscape(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
+
+// Check makes one cheap authenticated request, so that wrong credentials or
+// an unreachable endpoint fail before any data moves.
+func (c *client) Check(ctx context.Context) error {
+	saved := c.maxAttempts
+	c.maxAttempts = 3
+	defer func() { c.maxAttempts = saved }()
+	r := &request{method: http.MethodGet, path: "/Tables", query: "$top=1"}
+	if c.ep.Table != "" {
+		r = &request{method: http.MethodGet, path: "/" + c.ep.Table + "()", query: "$top=1"}
+	}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return err
+	}
+	if resp.status == http.StatusOK {
+		return nil
+	}
+	se := c.fail(r, resp)
+	// A write-only table SAS may not read: that is not a credential error.
+	if se.Status == http.StatusForbidden && se.Code == "AuthorizationPermissionMismatch" && c.ep.Table != "" {
+		return nil
+	}
+	if se.Status == http.StatusForbidden || se.Status == http.StatusUnauthorized {
+		return fmt.Errorf("%s: %s rejected the credentials: %d %s", c.side, c.ep.Base, se.Status, se.Code)
+	}
+	return se
+}
+
+// ListTables returns the names of the account's tables (or the SAS's one).
+func (c *client) ListTables(ctx context.Context) ([]string, error) {
+	if c.ep.Table != "" {
+		return []string{c.ep.Table}, nil
+	}
+	var names []string
+	next := ""
+	for {
+		r := &request{method: http.MethodGet, path: "/Tables"}
+		if next != "" {
+			r.query = "NextTableName=" + queryEscape(next)
+		}
+		resp, err := c.do(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if resp.status != http.StatusOK {
+			return nil, c.fail(r, resp)
+		}
+		var v struct {
+			Value []struct {
+				TableName string
+			} `json:"value"`
+		}
+		if err := json.Unmarshal(resp.body, &v); err != nil {
+			return nil, fmt.Errorf("%s: list tables: %w", c.side, err)
+		}
+		for _, t := range v.Value {
+			names = append(names, t.TableName)
+		}
+		next = headerCI(resp.header, "x-ms-continuation-NextTableName")
+		if next == "" {
+			return names, nil
+		}
+	}
+}
+
+func headerCI(h http.Header, name string) string {
+	if v := h.Get(name); v != "" {
+		return v
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return v[0]
+		}
+	}
+	return ""
+}
+
+// CreateTable creates name; an existing table is fine.
+func (c *client) CreateTable(ctx context.Context, name string) error {
+	if c.ep.Table != "" {
+		return nil // a table SAS cannot create tables; the table exists
+	}
+	body, _ := json.Marshal(map[string]string{"TableName": name})
+	r := &request{method: http.MethodPost, path: "/Tables", body: body, contentType: "application/json", prefer: "return-no-content"}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return err
+	}
+	switch resp.status {
+	case http.StatusCreated, http.StatusNoContent, http.StatusConflict:
+		if resp.status == http.StatusConflict {
+			if se := c.fail(r, resp); se.Code != "TableAlreadyExists" {
+				return se
+			}
+		}
+		return nil
+	}
+	return c.fail(r, resp)
+}

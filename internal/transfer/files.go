@@ -1,0 +1,259 @@
+package transfer
+
+import (
+	"bufio"
+	"compress/gzip"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/partita/partita"
+)
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// isFileSpec reports whether spec names one JSONL file (rather than a folder).
+func isFileSpec(spec string) bool {
+	return strings.HasSuffix(spec, ".jsonl") || strings.HasSuffix(spec, ".jsonl.gz")
+}
+
+// sourceFiles lists the files of a file or folder source.
+func sourceFiles(spec string) ([]string, error) {
+	st, err := os.Stat(spec)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	if !st.IsDir() {
+		return []string{spec}, nil
+	}
+	var files []string
+	ents, err := os.ReadDir(spec)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() && isFileSpec(e.Name()) {
+			files = append(files, filepath.Join(spec, e.Name()))
+		}
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("source: folder %s holds no *.jsonl or *.jsonl.gz files", spec)
+	}
+	return files, nil
+}
+
+// lineReader reads JSONL records of one file with line numbers.
+type lineReader struct {
+	path string
+	f    *os.File
+	gz   *gzip.Reader
+	br   *bufio.Reader
+	line int
+	// counted tracks the bytes read of the (compressed) file for the ETA.
+	counted *countingReader
+}
+
+type countingReader struct {
+	r  io.Reader
+	n  int64
+	mu sync.Mutex
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.mu.Lock()
+	c.n += int64(n)
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *countingReader) N() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func openLines(path string) (*lineReader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	lr := &lineReader{path: path, f: f, counted: &countingReader{r: f}}
+	var r io.Reader = lr.counted
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(bufio.NewReaderSize(lr.counted, 1<<20))
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("source: %s: %w", path, err)
+		}
+		lr.gz, r = gz, gz
+	}
+	lr.br = bufio.NewReaderSize(r, 1<<20)
+	return lr, nil
+}
+
+// ErrMalformed wraps every malformed-line error (with file and line).
+var ErrMalformed = errors.New("malformed JSONL")
+
+// next returns the next record, or io.EOF. Blank lines are skipped.
+func (lr *lineReader) next() (Record, int, error) {
+	for {
+		line, err := lr.br.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			if err == io.EOF {
+				return Record{}, 0, io.EOF
+			}
+			return Record{}, 0, fmt.Errorf("source: %s: %w", lr.path, err)
+		}
+		lr.line++
+		n := len(line)
+		if err == io.ErrUnexpectedEOF || err != nil && err != io.EOF {
+			return Record{}, 0, fmt.Errorf("source: %s: %w", lr.path, err)
+		}
+		trimmed := strings.TrimRight(string(line), "\r\n")
+		if strings.TrimSpace(trimmed) == "" {
+			continue
+		}
+		rec, derr := DecodeRecord([]byte(trimmed))
+		if derr != nil {
+			return Record{}, 0, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
+		}
+		return rec, n, nil
+	}
+}
+
+func (lr *lineReader) close() {
+	if lr.gz != nil {
+		lr.gz.Close()
+	}
+	lr.f.Close()
+}
+
+// fileSink writes JSONL: one file, or a folder with one file per table.
+type fileSink struct {
+	spec   string
+	folder bool
+	gz     bool
+	mu     sync.Mutex
+	files  map[string]*sinkFile // by file path; one per table at most
+}
+
+type sinkFile struct {
+	f  *os.File
+	gz *gzip.Writer
+	w  *bufio.Writer
+}
+
+func newFileSink(spec string) (*fileSink, error) {
+	s := &fileSink{spec: spec, folder: !isFileSpec(spec), files: map[string]*sinkFile{}}
+	if s.folder {
+		if err := os.MkdirAll(spec, 0o755); err != nil {
+			return nil, fmt.Errorf("destination: %w", err)
+		}
+	} else {
+		s.gz = strings.HasSuffix(spec, ".gz")
+		if dir := filepath.Dir(spec); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("destination: %w", err)
+			}
+		}
+		// The file exists even when no table is copied.
+		if _, err := s.file(""); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *fileSink) pathOf(table string) string {
+	if s.folder {
+		return filepath.Join(s.spec, table+".jsonl")
+	}
+	return s.spec
+}
+
+// file opens (truncating) the file of table on first use. s.mu is held.
+func (s *fileSink) file(table string) (*sinkFile, error) {
+	p := s.pathOf(table)
+	if sf := s.files[p]; sf != nil {
+		return sf, nil
+	}
+	if len(s.files) >= maxTables {
+		return nil, fmt.Errorf("destination: more than %d tables", maxTables)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return nil, fmt.Errorf("destination: %w", err)
+	}
+	sf := &sinkFile{f: f}
+	var w io.Writer = f
+	if s.gz {
+		sf.gz = gzip.NewWriter(f)
+		w = sf.gz
+	}
+	sf.w = bufio.NewWriterSize(w, 1<<20)
+	s.files[p] = sf
+	return sf, nil
+}
+
+// write appends the records of es in table.
+func (s *fileSink) write(table string, es []*partita.Entity) (int, error) {
+	var buf []byte
+	for _, e := range es {
+		buf = AppendRecord(buf, table, e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sf, err := s.file(table)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := sf.w.Write(buf); err != nil {
+		return 0, fmt.Errorf("destination: %w", err)
+	}
+	return len(buf), nil
+}
+
+// ensure creates the (empty) file of table, so that an empty table exports
+// as an empty file.
+func (s *fileSink) ensure(table string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.file(table)
+	return err
+}
+
+func (s *fileSink) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var first error
+	for _, sf := range s.files {
+		err := sf.w.Flush()
+		if sf.gz != nil && err == nil {
+			err = sf.gz.Close()
+		}
+		if err == nil {
+			err = sf.f.Sync()
+		}
+		if cerr := sf.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil && first == nil {
+			first = fmt.Errorf("destination: %w", err)
+		}
+	}
+	s.files = map[string]*sinkFile{}
+	return first
+}

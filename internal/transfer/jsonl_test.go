@@ -1,0 +1,232 @@
+package transfer
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/wire"
+)
+
+// edgeEntity holds every EDM type at its edges.
+func edgeEntity() *partita.Entity {
+	g, _ := edm.GuidValue("01234567-89ab-cdef-0123-456789abcdef")
+	return &partita.Entity{PartitionKey: "O'Brien \"quoted\" ü 日本", RowKey: "", Properties: []partita.Property{
+		{Name: "S", Value: edm.StringValue("line\nbreak \"q\" \\ \u2028 😀")},
+		{Name: "Empty", Value: edm.StringValue("")},
+		{Name: "I32min", Value: edm.Int32Value(math.MinInt32)},
+		{Name: "I32max", Value: edm.Int32Value(math.MaxInt32)},
+		{Name: "I64min", Value: edm.Int64Value(math.MinInt64)},
+		{Name: "I64max", Value: edm.Int64Value(math.MaxInt64)},
+		{Name: "D", Value: edm.DoubleValue(0.1)},
+		{Name: "DInt", Value: edm.DoubleValue(5)},
+		{Name: "DNeg0", Value: edm.DoubleValue(math.Copysign(0, -1))},
+		{Name: "DMax", Value: edm.DoubleValue(math.MaxFloat64)},
+		{Name: "DTiny", Value: edm.DoubleValue(5e-324)},
+		{Name: "NaN", Value: edm.DoubleValue(math.NaN())},
+		{Name: "Inf", Value: edm.DoubleValue(math.Inf(1))},
+		{Name: "NInf", Value: edm.DoubleValue(math.Inf(-1))},
+		{Name: "T", Value: edm.BoolValue(true)},
+		{Name: "F", Value: edm.BoolValue(false)},
+		{Name: "DTmin", Value: edm.DateTimeValue(edm.MinDateTime)},
+		{Name: "DTmax", Value: edm.DateTimeValue(edm.MaxDateTime)},
+		{Name: "DT7", Value: edm.DateTimeValue(638000000001234567)},
+		{Name: "G", Value: g},
+		{Name: "Bin", Value: edm.BinaryValue([]byte{0, 1, 2, 0xff})},
+		{Name: "BinEmpty", Value: edm.BinaryValue([]byte{})},
+	}}
+}
+
+func sameEntity(a, b *partita.Entity) bool {
+	if a.PartitionKey != b.PartitionKey || a.RowKey != b.RowKey || len(a.Properties) != len(b.Properties) {
+		return false
+	}
+	for i := range a.Properties {
+		if a.Properties[i].Name != b.Properties[i].Name || !a.Properties[i].Value.Equal(b.Properties[i].Value) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRecordRoundTrip(t *testing.T) {
+	e := edgeEntity()
+	line := AppendRecord(nil, "tab", e)
+	if bytes.Count(line, []byte("\n")) != 1 || line[len(line)-1] != '\n' {
+		t.Fatalf("not one line: %q", line)
+	}
+	rec, err := DecodeRecord(bytes.TrimSuffix(line, []byte("\n")))
+	if err != nil {
+		t.Fatalf("DecodeRecord: %v\n%s", err, line)
+	}
+	if rec.Table != "tab" || !sameEntity(rec.Entity, e) {
+		t.Fatalf("round trip changed the entity:\n%s\n%+v", line, rec.Entity)
+	}
+	if got := AppendRecord(nil, rec.Table, rec.Entity); !bytes.Equal(got, line) {
+		t.Fatalf("re-encoding differs:\n%s\n%s", line, got)
+	}
+	for _, want := range []string{`["I64max","Edm.Int64","9223372036854775807"]`, `["DInt","Edm.Double","5.0"]`, `["NaN","Edm.Double","NaN"]`, `["DTmax","Edm.DateTime","9999-12-31T23:59:59.9999999Z"]`, `["DT7","Edm.DateTime","2022-09-28T22:13:20.1234567Z"]`} {
+		if !strings.Contains(string(line), want) {
+			t.Errorf("line lacks %s:\n%s", want, line)
+		}
+	}
+}
+
+// The request body the copy sends reads back, through partita's own request
+// decoder, as the very same entity: every type exact.
+func TestRequestEntityExact(t *testing.T) {
+	e := edgeEntity()
+	body := appendRequestEntity(nil, e)
+	got, hasPK, hasRK, err := wire.DecodeEntity(body)
+	if err != nil || !hasPK || !hasRK {
+		t.Fatalf("DecodeEntity(%s): %v %v %v", body, hasPK, hasRK, err)
+	}
+	if !sameEntity(got, e) {
+		t.Fatalf("request body changed the entity:\n%s\n%+v", body, got)
+	}
+}
+
+func TestDecodeRecordErrors(t *testing.T) {
+	for _, c := range []struct{ line, want string }{
+		{`not json`, "not a JSON entity record"},
+		{`{"PartitionKey":"p","RowKey":"r","props":[]}`, `missing "table"`},
+		{`{"table":"t","RowKey":"r","props":[]}`, `missing "PartitionKey"`},
+		{`{"table":"t","PartitionKey":"p","props":[]}`, `missing "RowKey"`},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","extra":1}`, "unknown field"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","1"],["A","Edm.Int32","2"]]}`, "appears twice"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","2147483648"]]}`, "not a canonical Edm.Int32"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int64","01"]]}`, "not a canonical Edm.Int64"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Double","5"]]}`, "not a canonical Edm.Double"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.DateTime","2020-01-01T00:00:00Z"]]}`, "not a canonical Edm.DateTime"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Guid","NOT-A-GUID"]]}`, "not a canonical Edm.Guid"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Binary","@@"]]}`, "not a canonical Edm.Binary"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Decimal","1"]]}`, "unknown type"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["Timestamp","Edm.DateTime","2020-01-01T00:00:00.0000000Z"]]}`, "system property"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[]} {}`, "more than one JSON value"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String"]]}`, "is not [name, type, value]"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String","x","y"]]}`, "is not [name, type, value]"},
+	} {
+		_, err := DecodeRecord([]byte(c.line))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("DecodeRecord(%s) = %v, want an error with %q", c.line, err, c.want)
+		}
+	}
+}
+
+// FuzzRecord: whatever DecodeRecord accepts re-encodes to a line that
+// decodes to the same record and re-encodes to the same bytes, and its
+// request body reads back through partita's decoder as the same entity.
+func FuzzRecord(f *testing.F) {
+	f.Add(bytes.TrimSuffix(AppendRecord(nil, "tab", edgeEntity()), []byte("\n")))
+	f.Add([]byte(`{"table":"t","PartitionKey":"","RowKey":"","props":[]}`))
+	f.Add([]byte(`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Double","1E+21"],["B","Edm.Boolean","true"]]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		rec, err := DecodeRecord(line)
+		if err != nil {
+			return
+		}
+		enc := AppendRecord(nil, rec.Table, rec.Entity)
+		rec2, err := DecodeRecord(bytes.TrimSuffix(enc, []byte("\n")))
+		if err != nil {
+			t.Fatalf("re-encoded line does not decode: %v\n%s", err, enc)
+		}
+		if rec2.Table != rec.Table || !sameEntity(rec.Entity, rec2.Entity) {
+			t.Fatalf("round trip changed the record:\n%s\n%s", line, enc)
+		}
+		if enc2 := AppendRecord(nil, rec2.Table, rec2.Entity); !bytes.Equal(enc, enc2) {
+			t.Fatalf("encoding is not stable:\n%s\n%s", enc, enc2)
+		}
+		if !validForRequest(rec.Entity) {
+			return
+		}
+		body := appendRequestEntity(nil, rec.Entity)
+		got, _, _, err := wire.DecodeEntity(body)
+		if err != nil {
+			t.Fatalf("request body does not decode: %v\n%s", err, body)
+		}
+		if !sameEntity(got, rec.Entity) {
+			t.Fatalf("request body changed the entity:\n%s", body)
+		}
+	})
+}
+
+// validForRequest: property names the service's decoder takes as plain
+// properties (no '@', not odata.*), strings that stay themselves in JSON.
+func validForRequest(e *partita.Entity) bool {
+	for _, p := range e.Properties {
+		if strings.ContainsRune(p.Name, '@') || strings.HasPrefix(p.Name, "odata.") {
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzFastRecord: whatever the fast line reader accepts, encoding/json
+// reads the same way.
+func FuzzFastRecord(f *testing.F) {
+	f.Add(bytes.TrimSuffix(AppendRecord(nil, "tab", edgeEntity()), []byte("\n")))
+	f.Add([]byte(`{"table":"t","PartitionKey":"","RowKey":"","props":[]}`))
+	f.Add([]byte(`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","1"],["B","Edm.String","\u00e9"]]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fast, ok := fastRecord(line)
+		if !ok {
+			return
+		}
+		var slow jsonRecord
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&slow); err != nil || d.More() {
+			t.Fatalf("fast path accepted what encoding/json refuses (%v): %s", err, line)
+		}
+		if *fast.Table != *slow.Table || *fast.PartitionKey != *slow.PartitionKey || *fast.RowKey != *slow.RowKey || len(fast.Props) != len(slow.Props) {
+			t.Fatalf("paths disagree on %s", line)
+		}
+		for i := range fast.Props {
+			if strings.Join(fast.Props[i], "\x00") != strings.Join(slow.Props[i], "\x00") || len(slow.Props[i]) != 3 {
+				t.Fatalf("paths disagree on property %d of %s", i, line)
+			}
+		}
+	})
+}
+
+func TestParseEndpoint(t *testing.T) {
+	for _, c := range []struct {
+		spec, base, account, table string
+		endpoint                   bool
+	}{
+		{"UseDevelopmentStorage=true", "http://127.0.0.1:10002/devstoreaccount1", "devstoreaccount1", "", true},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + DevKey + ";EndpointSuffix=core.windows.net", "https://acct.table.core.windows.net", "acct", "", true},
+		{"AccountName=devstoreaccount1;AccountKey=" + DevKey + ";TableEndpoint=http://127.0.0.1:9/devstoreaccount1/", "http://127.0.0.1:9/devstoreaccount1", "devstoreaccount1", "", true},
+		{"TableEndpoint=https://acct.table.core.windows.net/;SharedAccessSignature=sv=2019-02-02&tn=t1&sig=x", "https://acct.table.core.windows.net", "acct", "t1", true},
+		{"https://acct.table.core.windows.net/t1?tn=t1&sv=2019-02-02&sig=x", "https://acct.table.core.windows.net", "acct", "t1", true},
+		{"http://127.0.0.1:9/devstoreaccount1?sv=2019-02-02&ss=t&srt=sco&sp=rl&sig=x", "http://127.0.0.1:9/devstoreaccount1", "devstoreaccount1", "", true},
+		{"AccountName=acct;AccountKey=" + DevKey, "https://acct.table.core.windows.net", "acct", "", true},
+		{"export/tableendpoint=x.jsonl", "", "", "", false},
+		{"backup", "", "", "", false},
+	} {
+		if got := IsEndpoint(c.spec); got != c.endpoint {
+			t.Errorf("IsEndpoint(%q) = %v", c.spec, got)
+			continue
+		}
+		if !c.endpoint {
+			continue
+		}
+		ep, err := ParseEndpoint(c.spec)
+		if err != nil {
+			t.Errorf("ParseEndpoint(%q): %v", c.spec, err)
+			continue
+		}
+		if ep.Base != c.base || ep.Account != c.account || ep.Table != c.table {
+			t.Errorf("ParseEndpoint(%q) = %s %s %s", c.spec, ep.Base, ep.Account, ep.Table)
+		}
+	}
+	for _, bad := range []string{"AccountName=a;AccountKey=!!", "AccountName=a", "TableEndpoint=ftp://x;AccountName=a;AccountKey=" + DevKey, "http://host/acct"} {
+		if _, err := ParseEndpoint(bad); err == nil {
+			t.Errorf("ParseEndpoint(%q) succeeded", bad)
+		}
+	}
+}

@@ -1,0 +1,254 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/changeset"
+	"github.com/partita/partita/internal/wire"
+)
+
+// odataString quotes s as an OData string literal.
+func odataString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// keyRange is a PartitionKey range [Lo, Hi); "" bounds are open.
+type keyRange struct {
+	Lo, Hi string
+}
+
+func (r keyRange) filter(user string) string {
+	var parts []string
+	if r.Lo != "" {
+		parts = append(parts, "PartitionKey ge "+odataString(r.Lo))
+	}
+	if r.Hi != "" {
+		parts = append(parts, "PartitionKey lt "+odataString(r.Hi))
+	}
+	f := strings.Join(parts, " and ")
+	if user != "" {
+		if f == "" {
+			return user
+		}
+		return f + " and (" + user + ")"
+	}
+	return f
+}
+
+// page is one page of a query.
+type page struct {
+	entities       []*partita.Entity
+	bytes          int
+	nextPK, nextRK string
+}
+
+// queryPage reads one page of table with filter from the continuation.
+func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, top int, sel string) (*page, error) {
+	var q []string
+	if filter != "" {
+		q = append(q, "$filter="+queryEscape(filter))
+	}
+	if top > 0 {
+		q = append(q, "$top="+strconv.Itoa(top))
+	}
+	if sel != "" {
+		q = append(q, "$select="+sel)
+	}
+	if npk != "" || nrk != "" {
+		q = append(q, "NextPartitionKey="+queryEscape(npk))
+		if nrk != "" {
+			q = append(q, "NextRowKey="+queryEscape(nrk))
+		}
+	}
+	r := &request{method: http.MethodGet, path: "/" + table + "()", query: strings.Join(q, "&")}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.status != http.StatusOK {
+		return nil, c.fail(r, resp)
+	}
+	values, err := splitValues(resp.body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
+	}
+	p := &page{bytes: len(resp.body), entities: make([]*partita.Entity, 0, len(values))}
+	for _, raw := range values {
+		e, _, _, err := wire.DecodeEntity(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
+		}
+		p.entities = append(p.entities, e)
+	}
+	p.nextPK = headerCI(resp.header, "x-ms-continuation-NextPartitionKey")
+	p.nextRK = headerCI(resp.header, "x-ms-continuation-NextRowKey")
+	return p, nil
+}
+
+// partitions lists up to limit distinct PartitionKeys of table in order,
+// one tiny query per partition (PartitionKey gt last, $top=1). more is true
+// when the table has more partitions than that.
+func (c *client) partitions(ctx context.Context, table string, limit int) (pks []string, more bool, err error) {
+	last, first := "", true
+	for len(pks) < limit {
+		f := ""
+		if !first {
+			f = "PartitionKey gt " + odataString(last)
+		}
+		// A page can come back empty with a continuation (the scan budget ran
+		// out): follow it.
+		npk, nrk := "", ""
+		var found bool
+		for {
+			p, err := c.queryPage(ctx, table, f, npk, nrk, 1, "PartitionKey")
+			if err != nil {
+				return nil, false, err
+			}
+			if len(p.entities) > 0 {
+				last, found = p.entities[0].PartitionKey, true
+				break
+			}
+			if p.nextPK == "" && p.nextRK == "" {
+				break
+			}
+			npk, nrk = p.nextPK, p.nextRK
+		}
+		if !found {
+			return pks, false, nil
+		}
+		first = false
+		pks = append(pks, last)
+	}
+	return pks, true, nil
+}
+
+// splitRanges divides the key space of the partitions pks (sorted) into at
+// most n ranges with about as many partitions each. The first range starts
+// open and the last ends open, so every key is in exactly one range.
+func splitRanges(pks []string, n int) []keyRange {
+	if n < 1 {
+		n = 1
+	}
+	if len(pks) < n {
+		n = len(pks)
+	}
+	if n <= 1 {
+		return []keyRange{{}}
+	}
+	var rs []keyRange
+	lo := ""
+	for i := 1; i < n; i++ {
+		hi := pks[i*len(pks)/n]
+		rs = append(rs, keyRange{Lo: lo, Hi: hi})
+		lo = hi
+	}
+	return append(rs, keyRange{Lo: lo})
+}
+
+// Refused is an entity the destination would not store.
+type Refused struct {
+	Table, PartitionKey, RowKey string
+	Code, Message               string
+}
+
+func (r *Refused) Error() string {
+	return fmt.Sprintf("destination refused entity PartitionKey=%q RowKey=%q of table %s: %s: %s", r.PartitionKey, r.RowKey, r.Table, r.Code, firstLine(r.Message))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+var indexRE = regexp.MustCompile(`^(\d+):`)
+
+// maxBatchBytes keeps a $batch body under the 4 MiB limit with room for
+// the multipart framing.
+const maxBatchBytes = 3 << 20
+
+// writeBatch writes entities of one partition of table with
+// insert-or-replace in one $batch. A refused entity comes back as
+// *Refused with its index; other failures as errors.
+func (c *client) writeBatch(ctx context.Context, table string, es []*partita.Entity) (int, error) {
+	b := &changeset.Batch{Changeset: true, Requests: make([]changeset.Request, len(es))}
+	size := 0
+	for i, e := range es {
+		body := appendRequestEntity(nil, e)
+		size += len(body)
+		b.Requests[i] = changeset.Request{
+			Method: http.MethodPut,
+			Target: c.ep.Base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey),
+			Header: http.Header{
+				"Content-Type":       {"application/json"},
+				"Accept":             {"application/json;odata=minimalmetadata"},
+				"Dataserviceversion": {"3.0"},
+				"Content-Length":     {strconv.Itoa(len(body))},
+			},
+			Body: body,
+		}
+	}
+	bb, cb := "batch_"+newID(), "changeset_"+newID()
+	body := changeset.AppendRequest(make([]byte, 0, size+len(es)*400+256), bb, cb, b)
+	r := &request{method: http.MethodPost, path: "/$batch", body: body, contentType: changeset.ContentType(bb)}
+	resp, err := c.do(ctx, r)
+	if err != nil {
+		return 0, err
+	}
+	if resp.status != http.StatusAccepted {
+		se := c.fail(r, resp)
+		return 0, c.refusal(table, es, se.Code, se.Message, se)
+	}
+	status, code, msg := batchFailure(resp.body)
+	if status == 0 {
+		return len(body), nil
+	}
+	return 0, c.refusal(table, es, code, msg, &ServiceError{Side: c.side, Method: "POST", Path: "/$batch", Status: status, Code: code, Message: msg})
+}
+
+// refusal turns a failed batch into *Refused when it names an entity.
+func (c *client) refusal(table string, es []*partita.Entity, code, msg string, err error) error {
+	if m := indexRE.FindStringSubmatch(msg); m != nil {
+		if i, _ := strconv.Atoi(m[1]); i < len(es) {
+			return &Refused{Table: table, PartitionKey: es[i].PartitionKey, RowKey: es[i].RowKey, Code: code, Message: msg[len(m[0]):]}
+		}
+	}
+	if len(es) == 1 && code != "" {
+		return &Refused{Table: table, PartitionKey: es[0].PartitionKey, RowKey: es[0].RowKey, Code: code, Message: msg}
+	}
+	return err
+}
+
+// batchFailure finds the first non-2xx sub-response of a $batch response
+// and returns its status and error code and message (status 0: all good).
+func batchFailure(b []byte) (int, string, string) {
+	s := string(b)
+	for {
+		i := strings.Index(s, "HTTP/1.1 ")
+		if i < 0 {
+			return 0, "", ""
+		}
+		s = s[i+len("HTTP/1.1 "):]
+		if len(s) < 3 {
+			return 500, "", "truncated batch response"
+		}
+		if s[0] == '2' {
+			continue
+		}
+		status, _ := strconv.Atoi(s[:3])
+		rest := s
+		if j := strings.Index(rest, "\r\n\r\n"); j >= 0 {
+			rest = rest[j+4:]
+		}
+		if k := strings.Index(rest, "\r\n--"); k >= 0 {
+			rest = rest[:k]
+		}
+		se := parseError("", "", "", status, []byte(strings.TrimSpace(rest)))
+		return status, se.Code, se.Message
+	}
+}
