@@ -128,36 +128,75 @@ func defaultGoMemLimitMB() int64 {
 	return 0
 }
 
+// flagDef is one row of the serve flags table: the flag, the environment
+// variable that gives its default (shown in --help and README.md), where
+// the value goes (*string, *int, *int64 or *time.Duration) and its default.
+type flagDef struct {
+	name, env string
+	ptr       any
+	def       any
+	usage     string
+}
+
+// serveFlags is every flag of `partita serve`, in --help's order. README.md's
+// flag table lists the same flags (TestServeFlagsInREADME).
+func serveFlags(c *Config) []flagDef {
+	return []flagDef{
+		{"addr", "PARTITA_ADDR", &c.Addr, envOr("PARTITA_ADDR", "127.0.0.1:10002"), "listen address"},
+		{"data", "PARTITA_DATA", &c.Data, envOr("PARTITA_DATA", "./partita-data"), "data directory for the embedded store"},
+		{"store", "PARTITA_STORE", &c.Store, envOr("PARTITA_STORE", "pebble"), "storage engine: pebble (embedded, durable; default), mem (in memory, lost on exit), or a postgres:// URL (PostgreSQL, shared by any number of partita front ends)"},
+		{"accounts", "PARTITA_ACCOUNTS, else AZURITE_ACCOUNTS", &c.Accounts, envOr("PARTITA_ACCOUNTS", envOr("AZURITE_ACCOUNTS", DevAccounts)), `accounts and base64 keys, "name:key1[:key2];name2:key1"`},
+		{"cert", "PARTITA_CERT", &c.Cert, envOr("PARTITA_CERT", ""), "TLS certificate file (PEM); serve HTTPS when set with --key"},
+		{"key", "PARTITA_KEY", &c.Key, envOr("PARTITA_KEY", ""), "TLS private key file (PEM)"},
+		{"log-level", "PARTITA_LOG_LEVEL", &c.LogLevel, envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error"},
+		{"scan-budget", "", &c.ScanBudget, 5 * time.Second, "time one query page may examine entities before it returns a continuation"},
+		{"max-inflight", "", &c.MaxInFlight, 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy"},
+		{"queue-wait", "", &c.QueueWait, time.Second, "how long a request waits for a free slot before 503 ServerBusy"},
+		{"max-body-mb", "", &c.MaxBodyMB, int64(64), "request bodies held in memory at once (MiB); a request reserves its Content-Length (or its operation's maximum, 4 MiB for $batch, when chunked) before its body is read, and one that finds no room within --queue-wait gets 503 ServerBusy"},
+		{"client-share", "", &c.ClientShare, 50, "percentage of --max-inflight and of --max-body-mb that one account may hold when more than one is configured, and that one shared access signature may hold of its account's part; the rest stays for the others"},
+		{"body-timeout", "", &c.BodyTimeout, 10 * time.Second, "a request body must arrive within this time plus its length at --body-min-rate-kb, or the request gets 400 InvalidInput and its connection is closed"},
+		{"body-min-rate-kb", "", &c.BodyMinRateKB, int64(64), "the slowest rate (KiB/s) a request body is waited for, on top of --body-timeout"},
+		{"read-header-timeout", "", &c.ReadHeaderTimeout, 30 * time.Second, "a client must send a request's headers within this time, or its connection is closed"},
+		{"idle-timeout", "", &c.IdleTimeout, 2 * time.Minute, "an idle keep-alive connection is closed after this time"},
+		{"cache-mb", "", &c.CacheMB, int64(64), "with --store pebble: Pebble's block cache (MiB); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64"},
+		{"wal-dir", "PARTITA_WAL_DIR", &c.WALDir, envOr("PARTITA_WAL_DIR", ""), "with --store pebble: keep the write-ahead log in this directory, e.g. on a faster device of its own (every durable write waits for its sync); default beside the data. The store remembers the path and will not open with another one"},
+		{"min-free-mb", "", &c.MinFreeMB, int64(128), "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables"},
+		{"shutdown-timeout", "", &c.ShutdownTimeout, 10 * time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case"},
+		{"pprof", "PARTITA_PPROF", &c.PprofAddr, envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default"},
+		{"gc-percent", "GOGC", &c.GCPercent, envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting"},
+		{"go-mem-limit-mb", "GOMEMLIMIT", &c.GoMemLimitMB, envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting"},
+		{"admin-addr", "PARTITA_ADMIN_ADDR", &c.AdminAddr, envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables"},
+		{"backup-root", "PARTITA_BACKUP_ROOT", &c.BackupRoot, envOr("PARTITA_BACKUP_ROOT", ""), "when set, online backups may be written only under this directory"},
+	}
+}
+
+// register adds the table's flags to fs.
+func register(fs *flag.FlagSet, defs []flagDef) {
+	for _, d := range defs {
+		usage := d.usage
+		if d.env != "" {
+			usage += " (" + d.env + ")"
+		}
+		switch p := d.ptr.(type) {
+		case *string:
+			fs.StringVar(p, d.name, d.def.(string), usage)
+		case *int:
+			fs.IntVar(p, d.name, d.def.(int), usage)
+		case *int64:
+			fs.Int64Var(p, d.name, d.def.(int64), usage)
+		case *time.Duration:
+			fs.DurationVar(p, d.name, d.def.(time.Duration), usage)
+		default:
+			panic(fmt.Sprintf("serve flag --%s: unsupported type %T", d.name, d.ptr))
+		}
+	}
+}
+
 func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.Addr, "addr", envOr("PARTITA_ADDR", "127.0.0.1:10002"), "listen address (PARTITA_ADDR)")
-	fs.StringVar(&c.Data, "data", envOr("PARTITA_DATA", "./partita-data"), "data directory for the embedded store (PARTITA_DATA)")
-	fs.StringVar(&c.Store, "store", envOr("PARTITA_STORE", "pebble"), "storage engine: pebble (embedded, durable; default), mem (in memory, lost on exit), or a postgres:// URL (PostgreSQL, shared by any number of partita front ends) (PARTITA_STORE)")
-	defAccounts := envOr("PARTITA_ACCOUNTS", envOr("AZURITE_ACCOUNTS", DevAccounts))
-	fs.StringVar(&c.Accounts, "accounts", defAccounts, `accounts and base64 keys, "name:key1[:key2];name2:key1" (PARTITA_ACCOUNTS, else AZURITE_ACCOUNTS; default the devstoreaccount1 development account)`)
-	fs.StringVar(&c.Cert, "cert", envOr("PARTITA_CERT", ""), "TLS certificate file (PEM); serve HTTPS when set with --key (PARTITA_CERT)")
-	fs.StringVar(&c.Key, "key", envOr("PARTITA_KEY", ""), "TLS private key file (PEM) (PARTITA_KEY)")
-	fs.StringVar(&c.LogLevel, "log-level", envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (PARTITA_LOG_LEVEL)")
-	fs.DurationVar(&c.ScanBudget, "scan-budget", 5*time.Second, "time one query page may examine entities before it returns a continuation")
-	fs.StringVar(&c.PprofAddr, "pprof", envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default (PARTITA_PPROF)")
-	fs.Int64Var(&c.CacheMB, "cache-mb", 64, "with --store pebble: Pebble's block cache (MiB); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64")
-	fs.StringVar(&c.WALDir, "wal-dir", envOr("PARTITA_WAL_DIR", ""), "with --store pebble: keep the write-ahead log in this directory, e.g. on a faster device of its own (every durable write waits for its sync); default beside the data. The store remembers the path and will not open with another one (PARTITA_WAL_DIR)")
-	fs.Int64Var(&c.MinFreeMB, "min-free-mb", 128, "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables")
-	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", 30*time.Second, "a client must send a request's headers within this time, or its connection is closed")
-	fs.DurationVar(&c.IdleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
-	fs.IntVar(&c.MaxInFlight, "max-inflight", 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy")
-	fs.DurationVar(&c.QueueWait, "queue-wait", time.Second, "how long a request waits for a free slot before 503 ServerBusy")
-	fs.Int64Var(&c.MaxBodyMB, "max-body-mb", 64, "request bodies held in memory at once (MiB); a request reserves its Content-Length (or its operation's maximum, 4 MiB for $batch, when chunked) before its body is read, and one that finds no room within --queue-wait gets 503 ServerBusy")
-	fs.IntVar(&c.ClientShare, "client-share", 50, "percentage of --max-inflight and of --max-body-mb that one account may hold when more than one is configured, and that one shared access signature may hold of its account's part; the rest stays for the others")
-	fs.DurationVar(&c.BodyTimeout, "body-timeout", 10*time.Second, "a request body must arrive within this time plus its length at --body-min-rate-kb, or the request gets 400 InvalidInput and its connection is closed")
-	fs.Int64Var(&c.BodyMinRateKB, "body-min-rate-kb", 64, "the slowest rate (KiB/s) a request body is waited for, on top of --body-timeout")
-	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
-	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
-	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case")
-	fs.StringVar(&c.AdminAddr, "admin-addr", envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables (PARTITA_ADMIN_ADDR)")
-	fs.StringVar(&c.BackupRoot, "backup-root", envOr("PARTITA_BACKUP_ROOT", ""), "when set, online backups may be written only under this directory (PARTITA_BACKUP_ROOT)")
+	register(fs, serveFlags(&c))
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
 		fs.PrintDefaults()
@@ -209,16 +248,38 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	db, shared, err := openEngine(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget, Shared: shared})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := startPprof(c.PprofAddr, log); err != nil {
+		return err
+	}
+	stopAdmin, err := startAdmin(c, db, store, engineName(c.Store), log, stdout)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
+	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler()})
+	return listenAndServe(ctx, c, handler, keys, log, stdout)
+}
 
-	var db kv.DB
-	shared := false
+// openEngine opens the storage engine --store names; shared is true for
+// PostgreSQL, which other front ends may write to as well.
+func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shared bool, err error) {
 	if c.WALDir != "" && c.Store != "pebble" {
-		return fmt.Errorf("--wal-dir %q: only the embedded engine (--store pebble) has a write-ahead log of partita's", c.WALDir)
+		return nil, false, fmt.Errorf("--wal-dir %q: only the embedded engine (--store pebble) has a write-ahead log of partita's", c.WALDir)
 	}
 	switch c.Store {
 	case "pebble":
 		if err := os.MkdirAll(c.Data, 0o755); err != nil {
-			return err
+			return nil, false, err
 		}
 		minFree := c.MinFreeMB << 20
 		if minFree == 0 {
@@ -230,56 +291,55 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// every open: an absolute one names the same directory
 			// wherever the server is started from.
 			if walDir, err = filepath.Abs(walDir); err != nil {
-				return err
+				return nil, false, err
 			}
 		}
-		db, err = openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
+		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
 		if err != nil {
-			return err
+			return nil, false, err
 		}
+		return db, false, nil
 	case "mem":
-		db = memkv.New()
-	default:
-		if !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
-			return fmt.Errorf("--store %q: want pebble, mem or a postgres:// URL", c.Store)
-		}
-		db, err = pgkv.Open(ctx, c.Store, nil)
-		if err != nil {
-			return err
-		}
-		shared = true
+		return memkv.New(), false, nil
 	}
-	defer db.Close()
-	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget, Shared: shared})
+	if engineName(c.Store) != "postgres" {
+		return nil, false, fmt.Errorf("--store %q: want pebble, mem or a postgres:// URL", c.Store)
+	}
+	pg, err := pgkv.Open(ctx, c.Store, nil)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	defer store.Close()
+	return pg, true, nil
+}
 
-	if c.PprofAddr != "" {
-		mux := http.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		pl, err := net.Listen("tcp", c.PprofAddr)
-		if err != nil {
-			return fmt.Errorf("--pprof: %w", err)
-		}
-		go http.Serve(pl, mux)
-		log.Info("pprof listening", "addr", pl.Addr().String())
+// startPprof serves net/http/pprof on addr, when it is set.
+func startPprof(addr string, log *slog.Logger) error {
+	if addr == "" {
+		return nil
 	}
-	stopAdmin, err := startAdmin(c, db, store, engineName(c.Store), log, stdout)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	pl, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("--pprof: %w", err)
 	}
-	defer stopAdmin()
+	go http.Serve(pl, mux)
+	log.Info("pprof listening", "addr", pl.Addr().String())
+	return nil
+}
+
+// listenAndServe serves handler on --addr until ctx ends (SIGINT or
+// SIGTERM), then shuts down within --shutdown-timeout plus shutdownGrace.
+func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys auth.Keyring, log *slog.Logger, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler()}),
+		Handler:           handler,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
@@ -295,10 +355,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for n := range keys {
 		names = append(names, n)
 	}
-	engine := c.Store
-	if shared {
-		engine = "postgres"
-	}
+	engine := engineName(c.Store)
 	log.Info("partita listening", "addr", ln.Addr().String(), "scheme", scheme, "store", engine, "data", c.Data, "accounts", strings.Join(names, ","))
 	fmt.Fprintf(stdout, "partita: serving %s://%s (store %s)\n", scheme, ln.Addr(), engine)
 

@@ -80,3 +80,52 @@ func TestServeWALDirNeedsPebble(t *testing.T) {
 		t.Errorf("serve --store mem --wal-dir: %v, want an error naming --wal-dir", err)
 	}
 }
+
+// TestServeFlagsInREADME: README.md's flag table and the flags table of
+// `partita serve` name the same flags, each with the same environment
+// variables, so that the two cannot drift apart.
+func TestServeFlagsInREADME(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // flag name → its README row
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "| `--") {
+			continue
+		}
+		first := strings.SplitN(line, "|", 3)[1]
+		for _, f := range strings.Split(first, ",") {
+			name := strings.Trim(strings.TrimSpace(f), "`")
+			rows[strings.TrimPrefix(name, "--")] = line
+		}
+	}
+	var c Config
+	seen := map[string]bool{}
+	for _, d := range serveFlags(&c) {
+		seen[d.name] = true
+		row, ok := rows[d.name]
+		if !ok {
+			t.Errorf("--%s is not in README.md's flag table", d.name)
+			continue
+		}
+		env := strings.Split(strings.SplitN(row, "|", 4)[2], ",")
+		for _, e := range strings.Split(d.env, ",") {
+			if e = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(e), "else ")); e == "" {
+				continue
+			}
+			found := false
+			for _, r := range env {
+				found = found || strings.Contains(r, "`"+e+"`")
+			}
+			if !found {
+				t.Errorf("--%s: README.md's row does not name %s", d.name, e)
+			}
+		}
+	}
+	for name := range rows {
+		if !seen[name] {
+			t.Errorf("README.md's flag table lists --%s, which partita serve does not have", name)
+		}
+	}
+}
