@@ -1,0 +1,398 @@
+// Package advisor watches live traffic and flags the key-design
+// anti-patterns of the table design guide and of the PartitionKey best
+// practices (../shared/seeds): hot partitions, keys that only increase,
+// table scans and partition scans where a range would serve, very large
+// partitions and entities near the size limit. It also keeps a heat map:
+// the busiest partitions of each table over the last minutes.
+//
+// Memory is bounded whatever clients send: at most MaxTables tables are
+// tracked (the least recently used is dropped), and per table a few
+// one-minute buckets, each with top-k sketches (the space-saving
+// algorithm) of partitions by requests and by writes, and fixed-size
+// counters. Partition keys are kept only in those sketches and in small
+// fixed-size maps, and never become metric labels.
+package advisor
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options configure an Advisor. Zero values take the defaults.
+type Options struct {
+	// MaxTables bounds the tables tracked (default 256).
+	MaxTables int
+	// TopK is the number of partitions each sketch keeps (default 16).
+	TopK int
+	// Bucket is the length of one time bucket (default 1 minute) and
+	// Buckets their number (default 5): findings and the heat map cover
+	// the last Bucket*Buckets.
+	Bucket  time.Duration
+	Buckets int
+	// Now is the clock (tests). Default time.Now.
+	Now func() time.Time
+
+	// MinWrites is the number of writes in the window before write
+	// findings are made (default 1000); MinQueries the same for queries
+	// (default 50).
+	MinWrites  int64
+	MinQueries int64
+	// HotShare is the share of a table's writes one partition must take
+	// to be hot (default 0.5).
+	HotShare float64
+	// AppendShare is the share of inserts that must land at the end of
+	// the key order for keys to count as only increasing (default 0.9).
+	AppendShare float64
+	// ScanShare is the share of a table's queries that table scans must
+	// make to be flagged (default 0.1), ScanRatio the entities examined
+	// per entity returned above which a scan is wasteful (default 10).
+	ScanShare float64
+	ScanRatio float64
+	// LargePartition is the number of entities from which a partition
+	// is very large (default 100000).
+	LargePartition int64
+	// NearLimit is the entity size, in bytes as the service counts them,
+	// from which an entity is near the 1 MiB limit (default 90% of it).
+	NearLimit int
+}
+
+func (o *Options) defaults() {
+	def := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	deff := func(v *float64, d float64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if o.MaxTables <= 0 {
+		o.MaxTables = 256
+	}
+	if o.TopK <= 0 {
+		o.TopK = 16
+	}
+	if o.Bucket <= 0 {
+		o.Bucket = time.Minute
+	}
+	if o.Buckets <= 0 {
+		o.Buckets = 5
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	def(&o.MinWrites, 1000)
+	def(&o.MinQueries, 50)
+	deff(&o.HotShare, 0.5)
+	deff(&o.AppendShare, 0.9)
+	deff(&o.ScanShare, 0.1)
+	deff(&o.ScanRatio, 10)
+	def(&o.LargePartition, 100000)
+	if o.NearLimit <= 0 {
+		o.NearLimit = 1 << 20 * 9 / 10
+	}
+}
+
+// MaxEntitySize is the service's entity size limit.
+const MaxEntitySize = 1 << 20
+
+// Query classes, in odata.Class order.
+const (
+	ClassPoint = iota
+	ClassRange
+	ClassPartition
+	ClassTable
+	numClasses
+)
+
+// sideMaps bounds the per-table maps of partitions (last RowKey per
+// partition, open partition scans).
+const sideMaps = 64
+
+// Advisor tracks traffic by table. A nil *Advisor records nothing.
+type Advisor struct {
+	o      Options
+	mu     sync.RWMutex
+	tables map[tableID]*table
+}
+
+type tableID struct{ account, table string }
+
+// New returns an Advisor.
+func New(o Options) *Advisor {
+	o.defaults()
+	return &Advisor{o: o, tables: make(map[tableID]*table)}
+}
+
+type table struct {
+	mu   sync.Mutex
+	id   tableID
+	used atomic.Int64 // last use, unix nanoseconds: for the LRU
+	ring []bucket
+
+	maxPK   string
+	havePK  bool
+	lastRK  map[string]string // partition -> greatest RowKey inserted; at most sideMaps
+	scans   map[string]int64  // partition -> entities examined by its scan in progress; at most sideMaps
+	largest []partSize        // the largest partitions seen by scans, at most 8, largest first
+}
+
+type partSize struct {
+	pk string
+	n  int64
+}
+
+type bucket struct {
+	slot            int64 // unix time / Bucket; 0 when unused
+	requests        sketch
+	writes          sketch
+	nRequests       int64
+	nWrites         int64
+	inserts         int64 // writes that add a key: insert, upserts
+	pkTail, pkAdv   int64 // inserts at or past the greatest PartitionKey; past it
+	rkSeen, rkUp    int64 // inserts into a tracked partition; with a greater RowKey
+	queries         [numClasses]int64
+	examined        [numClasses]int64
+	returned        [numClasses]int64
+	nearLimit       int64
+	maxEntity       int
+	nearLimitSample string // a partition of a near-limit entity
+}
+
+// table finds or makes the state of a table, dropping the least recently
+// used one when MaxTables are tracked.
+func (a *Advisor) table(account, name string) *table {
+	id := tableID{account, name}
+	now := a.o.Now().UnixNano()
+	a.mu.RLock()
+	t := a.tables[id]
+	a.mu.RUnlock()
+	if t != nil {
+		t.used.Store(now)
+		return t
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t = a.tables[id]; t != nil {
+		return t
+	}
+	if len(a.tables) >= a.o.MaxTables {
+		var oldID tableID
+		old := int64(1<<63 - 1)
+		for k, v := range a.tables {
+			if u := v.used.Load(); u < old {
+				old, oldID = u, k
+			}
+		}
+		delete(a.tables, oldID)
+	}
+	t = &table{id: tableID{strings.Clone(account), strings.Clone(name)}, ring: make([]bucket, a.o.Buckets),
+		lastRK: make(map[string]string), scans: make(map[string]int64)}
+	t.used.Store(now)
+	a.tables[t.id] = t
+	return t
+}
+
+// bucket is the current bucket of t; t.mu is held.
+func (a *Advisor) bucket(t *table) *bucket {
+	slot := a.o.Now().UnixNano()/int64(a.o.Bucket) + 1
+	b := &t.ring[slot%int64(len(t.ring))]
+	if b.slot != slot {
+		*b = bucket{slot: slot, requests: newSketch(a.o.TopK), writes: newSketch(a.o.TopK)}
+	}
+	return b
+}
+
+// MaySizeMatter reports whether an entity sent in a JSON body of
+// bodyLen bytes may be near the size limit, hence whether its size is
+// worth computing: the service counts a string's characters as two bytes
+// each, so an entity may count up to about twice its JSON.
+func (a *Advisor) MaySizeMatter(bodyLen int) bool {
+	return a != nil && bodyLen*4 >= a.o.NearLimit
+}
+
+// Tables is the number of tables tracked.
+func (a *Advisor) Tables() int {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return len(a.tables)
+}
+
+// Read records a read of one partition (Get Entity, a query within a
+// partition).
+func (a *Advisor) Read(account, table, pk string) {
+	if a == nil {
+		return
+	}
+	t := a.table(account, table)
+	t.mu.Lock()
+	b := a.bucket(t)
+	b.nRequests++
+	b.requests.add(pk, 1)
+	t.mu.Unlock()
+}
+
+// Write records a successful write of an entity. insert is set for the
+// writes that may add a key (insert, insert-or-replace, insert-or-merge);
+// size is the entity's size as the service counts it, or 0 when it was
+// not worth computing (a small body).
+func (a *Advisor) Write(account, table, pk, rk string, insert bool, size int) {
+	if a == nil {
+		return
+	}
+	t := a.table(account, table)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := a.bucket(t)
+	b.nRequests++
+	b.nWrites++
+	b.requests.add(pk, 1)
+	b.writes.add(pk, 1)
+	if size >= a.o.NearLimit {
+		b.nearLimit++
+		if size > b.maxEntity {
+			b.maxEntity = size
+			b.nearLimitSample = clip(pk)
+		}
+	}
+	if !insert {
+		return
+	}
+	b.inserts++
+	switch {
+	case !t.havePK || pk > t.maxPK:
+		t.maxPK, t.havePK = strings.Clone(pk), true
+		b.pkTail++
+		b.pkAdv++
+	case pk == t.maxPK:
+		b.pkTail++
+	}
+	if last, ok := t.lastRK[pk]; ok {
+		b.rkSeen++
+		if rk > last {
+			b.rkUp++
+			t.lastRK[pk] = strings.Clone(rk)
+		}
+		return
+	}
+	if len(t.lastRK) >= sideMaps {
+		for k := range t.lastRK {
+			delete(t.lastRK, k)
+			break
+		}
+	}
+	t.lastRK[strings.Clone(pk)] = strings.Clone(rk)
+}
+
+// Query records one query page: its class (odata.Class order), the
+// entities it examined and returned, the partition it read when it read
+// one (class point, range or partition; "" when unknown), and whether the
+// request continued an earlier page (a continuation token).
+func (a *Advisor) Query(account, table string, class, examined, returned int, pk string, continued bool) {
+	if a == nil || class < 0 || class >= numClasses {
+		return
+	}
+	t := a.table(account, table)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := a.bucket(t)
+	b.queries[class]++
+	b.examined[class] += int64(examined)
+	b.returned[class] += int64(returned)
+	if pk == "" || class == ClassTable {
+		return
+	}
+	b.nRequests++
+	b.requests.add(pk, 1)
+	if class != ClassPartition {
+		return
+	}
+	// A partition scan, page by page: its pages' examined entities add
+	// up to the partition's size.
+	n, ok := t.scans[pk]
+	if !continued || !ok {
+		n = 0
+		if !ok && len(t.scans) >= sideMaps {
+			for k := range t.scans {
+				delete(t.scans, k)
+				break
+			}
+		}
+		if !ok {
+			pk = strings.Clone(pk)
+		}
+	}
+	n += int64(examined)
+	t.scans[pk] = n
+	t.noteSize(pk, n)
+}
+
+// noteSize keeps the largest partitions seen; t.mu is held.
+func (t *table) noteSize(pk string, n int64) {
+	for i := range t.largest {
+		if t.largest[i].pk == pk {
+			if n > t.largest[i].n {
+				t.largest[i].n = n
+			}
+			sort.Slice(t.largest, func(i, j int) bool { return t.largest[i].n > t.largest[j].n })
+			return
+		}
+	}
+	if len(t.largest) < 8 {
+		t.largest = append(t.largest, partSize{clip(pk), n})
+	} else if n > t.largest[len(t.largest)-1].n {
+		t.largest[len(t.largest)-1] = partSize{clip(pk), n}
+	} else {
+		return
+	}
+	sort.Slice(t.largest, func(i, j int) bool { return t.largest[i].n > t.largest[j].n })
+}
+
+const maxKeyShown = 128
+
+// clip shortens a key for display: findings and the heat map never carry
+// more than 128 bytes of one.
+func clip(s string) string {
+	if len(s) > maxKeyShown {
+		s = s[:maxKeyShown]
+	}
+	return strings.Clone(s)
+}
+
+// sketch is a space-saving top-k counter: at most k keys, each with a
+// count that overestimates its true count by at most err.
+type sketch struct {
+	k     int
+	items map[string]*ssItem
+}
+
+type ssItem struct{ count, err int64 }
+
+func newSketch(k int) sketch { return sketch{k: k, items: make(map[string]*ssItem, k)} }
+
+func (s *sketch) add(key string, n int64) {
+	if len(key) > maxKeyShown {
+		key = key[:maxKeyShown]
+	}
+	if it, ok := s.items[key]; ok {
+		it.count += n
+		return
+	}
+	if len(s.items) < s.k {
+		s.items[clip(key)] = &ssItem{count: n}
+		return
+	}
+	var minKey string
+	var min *ssItem
+	for k, it := range s.items {
+		if min == nil || it.count < min.count {
+			minKey, min = k, it
+		}
+	}
+	delete(s.items, minKey)
+	s.items[clip(key)] = &ssItem{count: min.count + n, err: min.count}
+}
