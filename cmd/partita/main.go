@@ -34,6 +34,7 @@ const usage = `partita: Azure Table storage, self-hosted.
 Usage:
   partita serve [flags]   start the server (partita serve --help for flags)
   partita bench [flags]   benchmark a Table endpoint (partita bench --help for flags)
+  partita advise [flags]  print the key-design advisor's findings (partita advise --help)
   partita version         print the version
 `
 
@@ -47,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return serve(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return bench(ctx, args[1:], stdout, stderr)
+	case "advise":
+		return advise(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "partita", partita.Version)
 		return nil

@@ -78,6 +78,9 @@ type Config struct {
 	// finish after SIGINT or SIGTERM; the process exits at most
 	// shutdownGrace later whatever is left.
 	ShutdownTimeout time.Duration
+	// Metrics and Advisor turn the Prometheus metrics and the key-design
+	// advisor on (the default) or off.
+	Metrics, Advisor bool
 }
 
 // shutdownGrace is how long closing the store may take after the
@@ -151,6 +154,8 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	fs.Int64Var(&c.GCPercent, "gc-percent", envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting")
 	fs.Int64Var(&c.GoMemLimitMB, "go-mem-limit-mb", envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case")
+	fs.BoolVar(&c.Metrics, "metrics", true, "keep Prometheus metrics (served at /metrics on the admin listener); --metrics=false turns them off")
+	fs.BoolVar(&c.Advisor, "advisor", true, "watch the traffic for key-design anti-patterns (served at /advisor and /heat on the admin listener); --advisor=false turns it off")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
 		fs.PrintDefaults()
@@ -266,8 +271,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	obs := newObservability(c, keys, db)
 	srv := &http.Server{
-		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10}),
+		Handler:           httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Metrics: obs.metrics, Advisor: obs.advisor}),
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
 		ReadHeaderTimeout: c.ReadHeaderTimeout,

@@ -123,9 +123,12 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	}
 	b = append(b, `"value":[`...)
 	n := 0
+	var firstPK string // for the advisor: the partition a query within one read
 	info, err := s.store.QueryEntities(r.Context(), rc.account, table, q, func(e *partita.Entity) error {
 		if n > 0 {
 			b = append(b, ',')
+		} else if s.advisor != nil {
+			firstPK = strings.Clone(e.PartitionKey) // e is borrowed
 		}
 		n++
 		b = wire.AppendEntity(b, e, o)
@@ -140,6 +143,13 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	}
 	b = append(b, "]}"...)
 	*bp = b
+	s.metrics.Query(int(info.Class), info.Examined, n)
+	if s.advisor != nil {
+		if firstPK == "" && info.Next != nil {
+			firstPK = info.Next.PartitionKey
+		}
+		s.advisor.Query(rc.account, table, int(info.Class), info.Examined, n, firstPK, q.Next != nil)
+	}
 	h := w.Header()
 	h.Set(hdrQueryClass, info.Class.String())
 	if info.Next != nil {

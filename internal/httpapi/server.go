@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/advisor"
 	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/metrics"
 	"github.com/partita/partita/internal/wire"
 )
 
@@ -50,6 +52,11 @@ type Options struct {
 	// (defaults 10s and 64 KiB/s).
 	BodyTimeout time.Duration
 	BodyMinRate int64
+	// Metrics, when set, records every request (internal/metrics);
+	// Advisor, when set, watches the traffic for key-design
+	// anti-patterns (internal/advisor).
+	Metrics *metrics.Metrics
+	Advisor *advisor.Advisor
 }
 
 // Server serves the Table REST API.
@@ -66,12 +73,14 @@ type Server struct {
 	bodyRate  int64
 	date      atomic.Pointer[cachedDate]
 	corsCache corsCache // the accounts' CORS rules, for corsHeaders
+	metrics   *metrics.Metrics
+	advisor   *advisor.Advisor
 }
 
 // New returns a Server.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait,
-		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate}
+		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate, metrics: o.Metrics, advisor: o.Advisor}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -123,6 +132,11 @@ type reqCtx struct {
 	// bodyClaims, until it ends.
 	bodyHeld   int64
 	bodyClaims []claim
+	// With metrics: the response writer that counts the status and the
+	// bytes out, the body bytes read, and whether a 503 was counted.
+	cw        countingWriter
+	bytesIn   int64
+	busyNoted bool
 }
 
 func newRequestID() string {
@@ -215,6 +229,11 @@ type cachedDate struct {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{id: newRequestID(), op: "Unknown"}
+	if s.metrics != nil {
+		rc.cw.ResponseWriter = w
+		w = &rc.cw
+		defer s.observe(w, rc, time.Now())
+	}
 	h := w.Header()
 	h[hdrRequestID] = []string{rc.id}
 	version := r.Header.Get(hdrVersion)
@@ -294,10 +313,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 		return err
 	}
 	claims := s.claims(rc, s.slots)
+	var queued time.Time
+	if s.metrics != nil {
+		queued = time.Now()
+	}
 	if !s.slots.take(1, s.queueWait, claims...) {
+		if s.metrics != nil {
+			s.metrics.Busy("slots", time.Since(queued))
+			rc.busyNoted = true
+		}
 		return errBusy(w)
 	}
 	defer s.slots.give(1, claims...)
+	if s.metrics != nil {
+		s.metrics.Admitted(time.Since(queued))
+		defer s.metrics.Released()
+	}
 	defer func() {
 		if rc.bodyHeld > 0 {
 			s.bodies.give(rc.bodyHeld, rc.bodyClaims...)
@@ -370,6 +401,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, rc *reqCtx, li
 	if rc.bodyHeld == 0 {
 		claims := s.claims(rc, s.bodies)
 		if !s.bodies.take(reserve, s.queueWait, claims...) {
+			if s.metrics != nil {
+				s.metrics.Busy("body", 0)
+				rc.busyNoted = true
+			}
 			return nil, errBusy(w)
 		}
 		rc.bodyHeld, rc.bodyClaims = reserve, claims
@@ -388,6 +423,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, rc *reqCtx, li
 	// lapsed one would cancel the request's context).
 	ctl.SetReadDeadline(time.Time{})
 	rc.bodyPending = false
+	rc.bytesIn = int64(len(body))
 	return body, nil
 }
 
