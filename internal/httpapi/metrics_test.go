@@ -184,7 +184,7 @@ func TestMetrics_KnownRequestMix(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		class                      string
+		class                       string
 		queries, examined, returned float64
 	}{{"partition", 1, 2, 2}, {"table", 1, 3, 1}, {"point", 1, 1, 1}, {"range", 0, 0, 0}} {
 		l := map[string]string{"class": c.class}
