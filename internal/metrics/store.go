@@ -40,6 +40,9 @@ func (c *pebbleCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
+	// A scrape that races the store's close reports nothing rather than
+	// taking the process down.
+	defer func() { recover() }()
 	m := c.metrics()
 	if m == nil {
 		return
