@@ -14,6 +14,7 @@
 package advisor
 
 import (
+	"hash/maphash"
 	"sort"
 	"strings"
 	"sync"
@@ -134,11 +135,15 @@ type table struct {
 	used atomic.Int64 // last use, unix nanoseconds: for the LRU
 	ring []bucket
 
-	maxPK   string
-	havePK  bool
-	lastRK  map[string]string // partition -> greatest RowKey inserted; at most sideMaps
-	scans   map[string]int64  // partition -> entities examined by its scan in progress; at most sideMaps
-	largest []partSize        // the largest partitions seen by scans, at most 8, largest first
+	maxPK  string
+	havePK bool
+	// lastRK holds the greatest RowKey inserted into a partition, and
+	// scans the entities examined so far by a partition's scan, each in
+	// a direct-mapped cache of sideMaps slots (a partition evicts the one
+	// sharing its slot).
+	lastRK  [sideMaps]slot
+	scans   [sideMaps]slot
+	largest []partSize // the largest partitions seen by scans, at most 8, largest first
 }
 
 type partSize struct {
@@ -165,9 +170,8 @@ type bucket struct {
 
 // table finds or makes the state of a table, dropping the least recently
 // used one when MaxTables are tracked.
-func (a *Advisor) table(account, name string) *table {
+func (a *Advisor) table(account, name string, now int64) *table {
 	id := tableID{account, name}
-	now := a.o.Now().UnixNano()
 	a.mu.RLock()
 	t := a.tables[id]
 	a.mu.RUnlock()
@@ -190,16 +194,16 @@ func (a *Advisor) table(account, name string) *table {
 		}
 		delete(a.tables, oldID)
 	}
-	t = &table{id: tableID{strings.Clone(account), strings.Clone(name)}, ring: make([]bucket, a.o.Buckets),
-		lastRK: make(map[string]string), scans: make(map[string]int64)}
+	t = &table{id: tableID{strings.Clone(account), strings.Clone(name)}, ring: make([]bucket, a.o.Buckets)}
 	t.used.Store(now)
 	a.tables[t.id] = t
 	return t
 }
 
-// bucket is the current bucket of t; t.mu is held.
-func (a *Advisor) bucket(t *table) *bucket {
-	slot := a.o.Now().UnixNano()/int64(a.o.Bucket) + 1
+// bucket is the current bucket of t at now (unix nanoseconds); t.mu is
+// held.
+func (a *Advisor) bucket(t *table, now int64) *bucket {
+	slot := now/int64(a.o.Bucket) + 1
 	b := &t.ring[slot%int64(len(t.ring))]
 	if b.slot != slot {
 		*b = bucket{slot: slot, requests: newSketch(a.o.TopK), writes: newSketch(a.o.TopK)}
@@ -228,9 +232,10 @@ func (a *Advisor) Read(account, table, pk string) {
 	if a == nil {
 		return
 	}
-	t := a.table(account, table)
+	now := a.o.Now().UnixNano()
+	t := a.table(account, table, now)
 	t.mu.Lock()
-	b := a.bucket(t)
+	b := a.bucket(t, now)
 	b.nRequests++
 	b.requests.add(pk, 1)
 	t.mu.Unlock()
@@ -244,10 +249,11 @@ func (a *Advisor) Write(account, table, pk, rk string, insert bool, size int) {
 	if a == nil {
 		return
 	}
-	t := a.table(account, table)
+	now := a.o.Now().UnixNano()
+	t := a.table(account, table, now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := a.bucket(t)
+	b := a.bucket(t, now)
 	b.nRequests++
 	b.nWrites++
 	b.requests.add(pk, 1)
@@ -271,21 +277,32 @@ func (a *Advisor) Write(account, table, pk, rk string, insert bool, size int) {
 	case pk == t.maxPK:
 		b.pkTail++
 	}
-	if last, ok := t.lastRK[pk]; ok {
+	sl := &t.lastRK[slotOf(pk)]
+	if sl.used && sl.key == clipView(pk) {
 		b.rkSeen++
-		if rk > last {
+		if rk > sl.rk {
 			b.rkUp++
-			t.lastRK[pk] = strings.Clone(rk)
+			sl.rk = clip(rk)
 		}
 		return
 	}
-	if len(t.lastRK) >= sideMaps {
-		for k := range t.lastRK {
-			delete(t.lastRK, k)
-			break
-		}
+	*sl = slot{key: clip(pk), rk: clip(rk), used: true}
+}
+
+// slot is an entry of a direct-mapped cache of partitions.
+type slot struct {
+	key, rk string
+	n       int64
+	used    bool
+}
+
+var seed = maphash.MakeSeed()
+
+func slotOf(pk string) int {
+	if len(pk) > maxKeyShown {
+		pk = pk[:maxKeyShown]
 	}
-	t.lastRK[strings.Clone(pk)] = strings.Clone(rk)
+	return int(maphash.String(seed, pk) % sideMaps)
 }
 
 // Query records one query page: its class (odata.Class order), the
@@ -296,10 +313,11 @@ func (a *Advisor) Query(account, table string, class, examined, returned int, pk
 	if a == nil || class < 0 || class >= numClasses {
 		return
 	}
-	t := a.table(account, table)
+	now := a.o.Now().UnixNano()
+	t := a.table(account, table, now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := a.bucket(t)
+	b := a.bucket(t, now)
 	b.queries[class]++
 	b.examined[class] += int64(examined)
 	b.returned[class] += int64(returned)
@@ -313,22 +331,14 @@ func (a *Advisor) Query(account, table string, class, examined, returned int, pk
 	}
 	// A partition scan, page by page: its pages' examined entities add
 	// up to the partition's size.
-	n, ok := t.scans[pk]
-	if !continued || !ok {
-		n = 0
-		if !ok && len(t.scans) >= sideMaps {
-			for k := range t.scans {
-				delete(t.scans, k)
-				break
-			}
-		}
-		if !ok {
-			pk = strings.Clone(pk)
-		}
+	sl := &t.scans[slotOf(pk)]
+	if !sl.used || sl.key != clipView(pk) {
+		*sl = slot{key: clip(pk), used: true}
+	} else if !continued {
+		sl.n = 0
 	}
-	n += int64(examined)
-	t.scans[pk] = n
-	t.noteSize(pk, n)
+	sl.n += int64(examined)
+	t.noteSize(sl.key, sl.n)
 }
 
 // noteSize keeps the largest partitions seen; t.mu is held.
@@ -356,6 +366,13 @@ const maxKeyShown = 128
 
 // clip shortens a key for display: findings and the heat map never carry
 // more than 128 bytes of one.
+func clipView(s string) string {
+	if len(s) > maxKeyShown {
+		return s[:maxKeyShown]
+	}
+	return s
+}
+
 func clip(s string) string {
 	if len(s) > maxKeyShown {
 		s = s[:maxKeyShown]
@@ -364,35 +381,42 @@ func clip(s string) string {
 }
 
 // sketch is a space-saving top-k counter: at most k keys, each with a
-// count that overestimates its true count by at most err.
+// count that overestimates its true count by at most err. k is small, so
+// a slice searched linearly beats a map (no hashing, no iteration).
 type sketch struct {
 	k     int
-	items map[string]*ssItem
+	items []ssItem
 }
 
-type ssItem struct{ count, err int64 }
+type ssItem struct {
+	key        string
+	count, err int64
+}
 
-func newSketch(k int) sketch { return sketch{k: k, items: make(map[string]*ssItem, k)} }
+func newSketch(k int) sketch { return sketch{k: k} }
 
 func (s *sketch) add(key string, n int64) {
 	if len(key) > maxKeyShown {
 		key = key[:maxKeyShown]
 	}
-	if it, ok := s.items[key]; ok {
-		it.count += n
-		return
-	}
-	if len(s.items) < s.k {
-		s.items[clip(key)] = &ssItem{count: n}
-		return
-	}
-	var minKey string
-	var min *ssItem
-	for k, it := range s.items {
-		if min == nil || it.count < min.count {
-			minKey, min = k, it
+	m := -1
+	for i := range s.items {
+		it := &s.items[i]
+		if it.key == key {
+			it.count += n
+			return
+		}
+		if m < 0 || it.count < s.items[m].count {
+			m = i
 		}
 	}
-	delete(s.items, minKey)
-	s.items[clip(key)] = &ssItem{count: min.count + n, err: min.count}
+	if len(s.items) < s.k {
+		if s.items == nil {
+			s.items = make([]ssItem, 0, s.k)
+		}
+		s.items = append(s.items, ssItem{key: strings.Clone(key), count: n})
+		return
+	}
+	it := &s.items[m]
+	it.key, it.err, it.count = strings.Clone(key), it.count, it.count+n
 }

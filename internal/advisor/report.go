@@ -82,13 +82,13 @@ type HeatPartition struct {
 // window sums a table's live buckets; t.mu is held.
 type window struct {
 	bucket
-	reqs, writes map[string]*ssItem
+	reqs, writes map[string]*count
 	seconds      float64
 }
 
 func (a *Advisor) window(t *table, now time.Time) *window {
 	cur := now.UnixNano()/int64(a.o.Bucket) + 1
-	w := &window{reqs: map[string]*ssItem{}, writes: map[string]*ssItem{}}
+	w := &window{reqs: map[string]*count{}, writes: map[string]*count{}}
 	oldest := cur
 	for i := range t.ring {
 		b := &t.ring[i]
@@ -120,21 +120,24 @@ func (a *Advisor) window(t *table, now time.Time) *window {
 	return w
 }
 
-func merge(into map[string]*ssItem, s sketch) {
-	for k, it := range s.items {
-		if m := into[k]; m != nil {
+// count is a partition's count summed over buckets, and the most it may
+// overstate.
+type count struct{ count, err int64 }
+
+func merge(into map[string]*count, s sketch) {
+	for _, it := range s.items {
+		if m := into[it.key]; m != nil {
 			m.count += it.count
 			m.err += it.err
 		} else {
-			c := *it
-			into[k] = &c
+			into[it.key] = &count{it.count, it.err}
 		}
 	}
 }
 
-func top(m map[string]*ssItem) (string, *ssItem) {
+func top(m map[string]*count) (string, *count) {
 	var key string
-	var best *ssItem
+	var best *count
 	for k, it := range m {
 		if best == nil || it.count > best.count || (it.count == best.count && k < key) {
 			key, best = k, it
