@@ -45,7 +45,7 @@ func (c *countingWriter) Flush() {
 
 // observe records a finished request: the one observation point of the
 // request metrics.
-func (s *Server) observe(w http.ResponseWriter, rc *reqCtx, start time.Time) {
+func (s *Server) observe(w http.ResponseWriter, rc *reqCtx) {
 	code := ""
 	if v := w.Header()["X-Ms-Error-Code"]; len(v) > 0 {
 		code = v[0]
@@ -58,7 +58,7 @@ func (s *Server) observe(w http.ResponseWriter, rc *reqCtx, start time.Time) {
 		s.metrics.Busy("store", 0)
 	}
 	s.metrics.Observe(&metrics.Request{Account: rc.account, Operation: rc.op, Status: status, Code: code,
-		Duration: time.Since(start), BytesIn: rc.bytesIn, BytesOut: rc.cw.n})
+		Duration: time.Since(rc.start), BytesIn: rc.bytesIn, BytesOut: rc.cw.n})
 }
 
 // entitySize is an entity's size for the advisor, computed only when its

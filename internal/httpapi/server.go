@@ -135,6 +135,7 @@ type reqCtx struct {
 	// With metrics: the response writer that counts the status and the
 	// bytes out, the body bytes read, and whether a 503 was counted.
 	cw        countingWriter
+	start     time.Time
 	bytesIn   int64
 	busyNoted bool
 }
@@ -232,7 +233,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.metrics != nil {
 		rc.cw.ResponseWriter = w
 		w = &rc.cw
-		defer s.observe(w, rc, time.Now())
+		rc.start = time.Now()
+		defer s.observe(w, rc)
 	}
 	h := w.Header()
 	h[hdrRequestID] = []string{rc.id}
@@ -313,20 +315,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 		return err
 	}
 	claims := s.claims(rc, s.slots)
-	var queued time.Time
-	if s.metrics != nil {
-		queued = time.Now()
-	}
 	if !s.slots.take(1, s.queueWait, claims...) {
 		if s.metrics != nil {
-			s.metrics.Busy("slots", time.Since(queued))
+			s.metrics.Busy("slots", time.Since(rc.start))
 			rc.busyNoted = true
 		}
 		return errBusy(w)
 	}
 	defer s.slots.give(1, claims...)
 	if s.metrics != nil {
-		s.metrics.Admitted(time.Since(queued))
+		s.metrics.Admitted(time.Since(rc.start))
 		defer s.metrics.Released()
 	}
 	defer func() {
