@@ -141,8 +141,8 @@ type table struct {
 	// scans the entities examined so far by a partition's scan, each in
 	// a direct-mapped cache of sideMaps slots (a partition evicts the one
 	// sharing its slot).
-	lastRK  [sideMaps]slot
-	scans   [sideMaps]slot
+	lastRK  [sideMaps]rkSlot
+	scans   [sideMaps]scanSlot
 	largest []partSize // the largest partitions seen by scans, at most 8, largest first
 }
 
@@ -237,7 +237,7 @@ func (a *Advisor) Read(account, table, pk string) {
 	t.mu.Lock()
 	b := a.bucket(t, now)
 	b.nRequests++
-	b.requests.add(pk, 1)
+	b.requests.add(pk, hashKey(pk), 1)
 	t.mu.Unlock()
 }
 
@@ -256,8 +256,9 @@ func (a *Advisor) Write(account, table, pk, rk string, insert bool, size int) {
 	b := a.bucket(t, now)
 	b.nRequests++
 	b.nWrites++
-	b.requests.add(pk, 1)
-	b.writes.add(pk, 1)
+	h := hashKey(pk)
+	b.requests.add(pk, h, 1)
+	b.writes.add(pk, h, 1)
 	if size >= a.o.NearLimit {
 		b.nearLimit++
 		if size > b.maxEntity {
@@ -277,32 +278,58 @@ func (a *Advisor) Write(account, table, pk, rk string, insert bool, size int) {
 	case pk == t.maxPK:
 		b.pkTail++
 	}
-	sl := &t.lastRK[slotOf(pk)]
-	if sl.used && sl.key == clipView(pk) {
+	sl := &t.lastRK[h%sideMaps]
+	if sl.used && sl.h == h {
 		b.rkSeen++
-		if rk > sl.rk {
+		if sl.less(rk) {
 			b.rkUp++
-			sl.rk = clip(rk)
+			sl.set(rk)
 		}
 		return
 	}
-	*sl = slot{key: clip(pk), rk: clip(rk), used: true}
+	sl.h, sl.used = h, true
+	sl.set(rk)
 }
 
-// slot is an entry of a direct-mapped cache of partitions.
-type slot struct {
-	key, rk string
-	n       int64
-	used    bool
+// rkSlot is an entry of a direct-mapped cache of partitions (by the hash
+// of their key) and the greatest RowKey inserted into each, of which it
+// keeps the first rkPrefix bytes: no allocation on the insert path.
+type rkSlot struct {
+	h    uint64
+	used bool
+	n    uint8
+	rk   [rkPrefix]byte
+}
+
+const rkPrefix = 64
+
+// less reports whether the kept RowKey sorts before rk (compared on
+// their first rkPrefix bytes).
+func (s *rkSlot) less(rk string) bool {
+	if len(rk) > rkPrefix {
+		rk = rk[:rkPrefix]
+	}
+	return string(s.rk[:s.n]) < rk
+}
+
+func (s *rkSlot) set(rk string) { s.n = uint8(copy(s.rk[:], rk)) }
+
+// scanSlot is an entry of a direct-mapped cache of the partition scans
+// in progress.
+type scanSlot struct {
+	h   uint64
+	key string
+	n   int64
 }
 
 var seed = maphash.MakeSeed()
 
-func slotOf(pk string) int {
+// hashKey hashes a partition key (its first maxKeyShown bytes, as kept).
+func hashKey(pk string) uint64 {
 	if len(pk) > maxKeyShown {
 		pk = pk[:maxKeyShown]
 	}
-	return int(maphash.String(seed, pk) % sideMaps)
+	return maphash.String(seed, pk)
 }
 
 // Query records one query page: its class (odata.Class order), the
@@ -325,15 +352,16 @@ func (a *Advisor) Query(account, table string, class, examined, returned int, pk
 		return
 	}
 	b.nRequests++
-	b.requests.add(pk, 1)
+	h := hashKey(pk)
+	b.requests.add(pk, h, 1)
 	if class != ClassPartition {
 		return
 	}
 	// A partition scan, page by page: its pages' examined entities add
 	// up to the partition's size.
-	sl := &t.scans[slotOf(pk)]
-	if !sl.used || sl.key != clipView(pk) {
-		*sl = slot{key: clip(pk), used: true}
+	sl := &t.scans[h%sideMaps]
+	if sl.key == "" || sl.h != h {
+		*sl = scanSlot{h: h, key: clip(pk)}
 	} else if !continued {
 		sl.n = 0
 	}
@@ -366,13 +394,6 @@ const maxKeyShown = 128
 
 // clip shortens a key for display: findings and the heat map never carry
 // more than 128 bytes of one.
-func clipView(s string) string {
-	if len(s) > maxKeyShown {
-		return s[:maxKeyShown]
-	}
-	return s
-}
-
 func clip(s string) string {
 	if len(s) > maxKeyShown {
 		s = s[:maxKeyShown]
@@ -390,19 +411,20 @@ type sketch struct {
 
 type ssItem struct {
 	key        string
+	h          uint64 // hashKey(key), compared first
 	count, err int64
 }
 
 func newSketch(k int) sketch { return sketch{k: k} }
 
-func (s *sketch) add(key string, n int64) {
+func (s *sketch) add(key string, h uint64, n int64) {
 	if len(key) > maxKeyShown {
 		key = key[:maxKeyShown]
 	}
 	m := -1
 	for i := range s.items {
 		it := &s.items[i]
-		if it.key == key {
+		if it.h == h && it.key == key {
 			it.count += n
 			return
 		}
@@ -414,9 +436,9 @@ func (s *sketch) add(key string, n int64) {
 		if s.items == nil {
 			s.items = make([]ssItem, 0, s.k)
 		}
-		s.items = append(s.items, ssItem{key: strings.Clone(key), count: n})
+		s.items = append(s.items, ssItem{key: strings.Clone(key), h: h, count: n})
 		return
 	}
 	it := &s.items[m]
-	it.key, it.err, it.count = strings.Clone(key), it.count, it.count+n
+	it.key, it.h, it.err, it.count = strings.Clone(key), h, it.count, it.count+n
 }
