@@ -229,10 +229,18 @@ func (a *Advisor) Tables() int {
 // Read records a read of one partition (Get Entity, a query within a
 // partition).
 func (a *Advisor) Read(account, table, pk string) {
+	if a != nil {
+		a.ReadAt(a.o.Now(), account, table, pk)
+	}
+}
+
+// ReadAt is Read at the given time (the request's arrival, which the
+// caller has read already: one clock read less per request).
+func (a *Advisor) ReadAt(at time.Time, account, table, pk string) {
 	if a == nil {
 		return
 	}
-	now := a.o.Now().UnixNano()
+	now := at.UnixNano()
 	t := a.table(account, table, now)
 	t.mu.Lock()
 	b := a.bucket(t, now)
@@ -246,10 +254,17 @@ func (a *Advisor) Read(account, table, pk string) {
 // size is the entity's size as the service counts it, or 0 when it was
 // not worth computing (a small body).
 func (a *Advisor) Write(account, table, pk, rk string, insert bool, size int) {
+	if a != nil {
+		a.WriteAt(a.o.Now(), account, table, pk, rk, insert, size)
+	}
+}
+
+// WriteAt is Write at the given time.
+func (a *Advisor) WriteAt(at time.Time, account, table, pk, rk string, insert bool, size int) {
 	if a == nil {
 		return
 	}
-	now := a.o.Now().UnixNano()
+	now := at.UnixNano()
 	t := a.table(account, table, now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -337,10 +352,17 @@ func hashKey(pk string) uint64 {
 // one (class point, range or partition; "" when unknown), and whether the
 // request continued an earlier page (a continuation token).
 func (a *Advisor) Query(account, table string, class, examined, returned int, pk string, continued bool) {
+	if a != nil {
+		a.QueryAt(a.o.Now(), account, table, class, examined, returned, pk, continued)
+	}
+}
+
+// QueryAt is Query at the given time.
+func (a *Advisor) QueryAt(at time.Time, account, table string, class, examined, returned int, pk string, continued bool) {
 	if a == nil || class < 0 || class >= numClasses {
 		return
 	}
-	now := a.o.Now().UnixNano()
+	now := at.UnixNano()
 	t := a.table(account, table, now)
 	t.mu.Lock()
 	defer t.mu.Unlock()

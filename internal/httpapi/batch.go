@@ -116,7 +116,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	if s.advisor != nil {
 		for i := range ops {
 			e := ops[i].op.Entity
-			s.advisor.Write(rc.account, ops[i].table, e.PartitionKey, e.RowKey, addsKey(ops[i].op.Kind), s.entitySize(len(body), e))
+			s.advisor.WriteAt(rc.start, rc.account, ops[i].table, e.PartitionKey, e.RowKey, addsKey(ops[i].op.Kind), s.entitySize(len(body), e))
 		}
 	}
 	resps := make([]changeset.Response, len(ops))

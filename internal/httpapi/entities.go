@@ -76,7 +76,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e}); err != nil {
 		return err
 	}
-	s.advisor.Write(rc.account, table, e.PartitionKey, e.RowKey, true, s.entitySize(len(body), e))
+	s.advisor.WriteAt(rc.start, rc.account, table, e.PartitionKey, e.RowKey, true, s.entitySize(len(body), e))
 	h := w.Header()
 	h[hdrETag] = []string{e.ETag()}
 	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
@@ -128,7 +128,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if _, err := s.store.Write(r.Context(), rc.account, table, op); err != nil {
 		return err
 	}
-	s.advisor.Write(rc.account, table, key.PartitionKey, key.RowKey, addsKey(kind), s.entitySize(len(body), e))
+	s.advisor.WriteAt(rc.start, rc.account, table, key.PartitionKey, key.RowKey, addsKey(kind), s.entitySize(len(body), e))
 	w.Header()[hdrETag] = []string{e.ETag()}
 	writeNoContent(w)
 	return nil
@@ -155,7 +155,7 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpDelete, Entity: e, If: cond}); err != nil {
 		return err
 	}
-	s.advisor.Write(rc.account, table, key.PartitionKey, key.RowKey, false, 0)
+	s.advisor.WriteAt(rc.start, rc.account, table, key.PartitionKey, key.RowKey, false, 0)
 	writeNoContent(w)
 	return nil
 }
@@ -177,7 +177,7 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	if err != nil {
 		return err
 	}
-	s.advisor.Read(rc.account, table, key.PartitionKey)
+	s.advisor.ReadAt(rc.start, rc.account, table, key.PartitionKey)
 	o := s.entityOptions(rc, table)
 	o.Element = true
 	o.Select = sel

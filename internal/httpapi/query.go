@@ -148,7 +148,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		if firstPK == "" && info.Next != nil {
 			firstPK = info.Next.PartitionKey
 		}
-		s.advisor.Query(rc.account, table, int(info.Class), info.Examined, n, firstPK, q.Next != nil)
+		s.advisor.QueryAt(rc.start, rc.account, table, int(info.Class), info.Examined, n, firstPK, q.Next != nil)
 	}
 	h := w.Header()
 	h.Set(hdrQueryClass, info.Class.String())

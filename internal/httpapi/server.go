@@ -230,10 +230,12 @@ type cachedDate struct {
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{id: newRequestID(), op: "Unknown"}
+	if s.metrics != nil || s.advisor != nil {
+		rc.start = time.Now()
+	}
 	if s.metrics != nil {
 		rc.cw.ResponseWriter = w
 		w = &rc.cw
-		rc.start = time.Now()
 		defer s.observe(w, rc)
 	}
 	h := w.Header()
@@ -315,16 +317,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 		return err
 	}
 	claims := s.claims(rc, s.slots)
-	if !s.slots.take(1, s.queueWait, claims...) {
-		if s.metrics != nil {
-			s.metrics.Busy("slots", time.Since(rc.start))
-			rc.busyNoted = true
+	if s.metrics == nil {
+		if !s.slots.take(1, s.queueWait, claims...) {
+			return errBusy(w)
 		}
-		return errBusy(w)
+	} else if s.slots.take(1, 0, claims...) {
+		s.metrics.Admitted(0) // a free slot at once: no clock read
+	} else {
+		// Queue for a slot, timing the wait.
+		queued := time.Now()
+		if !s.slots.take(1, s.queueWait, claims...) {
+			s.metrics.Busy("slots", time.Since(queued))
+			rc.busyNoted = true
+			return errBusy(w)
+		}
+		s.metrics.Admitted(time.Since(queued))
 	}
 	defer s.slots.give(1, claims...)
 	if s.metrics != nil {
-		s.metrics.Admitted(time.Since(rc.start))
 		defer s.metrics.Released()
 	}
 	defer func() {

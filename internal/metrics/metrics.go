@@ -120,7 +120,7 @@ func New(accounts, codes []string) *Metrics {
 	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "partita_requests_in_flight", Help: "Requests holding a slot (see --max-inflight)."})
 	qw := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "partita_queue_wait_seconds",
-		Help:    "Time from a request's arrival until it got a request slot or was refused one (503 ServerBusy), its authentication included.",
+		Help:    "Time requests waited for a request slot (0 when one was free), whether they got one or were refused (503 ServerBusy).",
 		Buckets: []float64{.00001, .0001, .001, .01, .05, .1, .25, .5, 1, 2.5, 5},
 	})
 	m.queueWait = qw
@@ -255,7 +255,7 @@ func (m *Metrics) Batch(ops int) {
 	}
 }
 
-// Admitted records a request that took a slot d after it arrived.
+// Admitted records a request that took a slot after waiting d.
 func (m *Metrics) Admitted(d time.Duration) {
 	if m != nil {
 		m.queueWait.Observe(d.Seconds())
