@@ -116,9 +116,11 @@ const sideMaps = 64
 
 // Advisor tracks traffic by table. A nil *Advisor records nothing.
 type Advisor struct {
-	o      Options
-	mu     sync.RWMutex
-	tables map[tableID]*table
+	o Options
+	// tables is read without a lock (an immutable map, replaced whole
+	// under mu when a table is added or dropped: rare next to lookups).
+	mu     sync.Mutex
+	tables atomic.Pointer[map[tableID]*table]
 }
 
 type tableID struct{ account, table string }
@@ -126,7 +128,10 @@ type tableID struct{ account, table string }
 // New returns an Advisor.
 func New(o Options) *Advisor {
 	o.defaults()
-	return &Advisor{o: o, tables: make(map[tableID]*table)}
+	a := &Advisor{o: o}
+	m := make(map[tableID]*table)
+	a.tables.Store(&m)
+	return a
 }
 
 type table struct {
@@ -172,31 +177,36 @@ type bucket struct {
 // used one when MaxTables are tracked.
 func (a *Advisor) table(account, name string, now int64) *table {
 	id := tableID{account, name}
-	a.mu.RLock()
-	t := a.tables[id]
-	a.mu.RUnlock()
-	if t != nil {
-		t.used.Store(now)
+	if t := (*a.tables.Load())[id]; t != nil {
+		if now-t.used.Load() > int64(time.Second) { // the LRU needs no finer clock
+			t.used.Store(now)
+		}
 		return t
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if t = a.tables[id]; t != nil {
+	cur := *a.tables.Load()
+	if t := cur[id]; t != nil {
 		return t
 	}
-	if len(a.tables) >= a.o.MaxTables {
+	next := make(map[tableID]*table, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	if len(next) >= a.o.MaxTables {
 		var oldID tableID
 		old := int64(1<<63 - 1)
-		for k, v := range a.tables {
+		for k, v := range next {
 			if u := v.used.Load(); u < old {
 				old, oldID = u, k
 			}
 		}
-		delete(a.tables, oldID)
+		delete(next, oldID)
 	}
-	t = &table{id: tableID{strings.Clone(account), strings.Clone(name)}, ring: make([]bucket, a.o.Buckets)}
+	t := &table{id: tableID{strings.Clone(account), strings.Clone(name)}, ring: make([]bucket, a.o.Buckets)}
 	t.used.Store(now)
-	a.tables[t.id] = t
+	next[t.id] = t
+	a.tables.Store(&next)
 	return t
 }
 
@@ -221,9 +231,7 @@ func (a *Advisor) MaySizeMatter(bodyLen int) bool {
 
 // Tables is the number of tables tracked.
 func (a *Advisor) Tables() int {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	return len(a.tables)
+	return len(*a.tables.Load())
 }
 
 // Read records a read of one partition (Get Entity, a query within a

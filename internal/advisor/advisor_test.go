@@ -191,9 +191,7 @@ func TestAdvisor_Bounded(t *testing.T) {
 	if n := a.Tables(); n != 64 {
 		t.Errorf("tables tracked: %d, want 64", n)
 	}
-	a.mu.RLock()
-	busy := a.tables[tableID{"acct", "busy"}]
-	a.mu.RUnlock()
+	busy := (*a.tables.Load())[tableID{"acct", "busy"}]
 	if busy == nil {
 		t.Fatal("the busiest table was dropped")
 	}

@@ -148,10 +148,9 @@ func top(m map[string]*count) (string, *count) {
 
 // snapshot lists the tracked tables.
 func (a *Advisor) snapshot() []*table {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	ts := make([]*table, 0, len(a.tables))
-	for _, t := range a.tables {
+	cur := *a.tables.Load()
+	ts := make([]*table, 0, len(cur))
+	for _, t := range cur {
 		ts = append(ts, t)
 	}
 	sort.Slice(ts, func(i, j int) bool {

@@ -79,3 +79,10 @@ func ErrorCodes() []string {
 	}
 	return codes
 }
+
+// inUse is the units taken, for the in-flight gauge.
+func (b *budget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}

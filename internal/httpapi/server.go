@@ -103,6 +103,7 @@ func New(o Options) *Server {
 		s.bodyRate = 64 << 10
 	}
 	s.slots = newBudget(int64(o.MaxInFlight))
+	o.Metrics.InFlightFrom(s.slots.inUse)
 	s.bodies = newBudget(o.MaxBodyBytes)
 	return s
 }
@@ -334,9 +335,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 		s.metrics.Admitted(time.Since(queued))
 	}
 	defer s.slots.give(1, claims...)
-	if s.metrics != nil {
-		defer s.metrics.Released()
-	}
 	defer func() {
 		if rc.bodyHeld > 0 {
 			s.bodies.give(rc.bodyHeld, rc.bodyClaims...)

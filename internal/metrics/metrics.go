@@ -56,7 +56,7 @@ type Metrics struct {
 
 	queries, examined, returned []prometheus.Counter
 	batchSize                   prometheus.Observer
-	inFlight                    prometheus.Gauge
+	inFlight                    atomic.Pointer[func() int64]
 	queueWait                   prometheus.Observer
 	busy                        *prometheus.CounterVec
 }
@@ -117,7 +117,12 @@ func New(accounts, codes []string) *Metrics {
 		Buckets: []float64{1, 2, 5, 10, 20, 50, 100},
 	})
 	m.batchSize = bs
-	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{Name: "partita_requests_in_flight", Help: "Requests holding a slot (see --max-inflight)."})
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "partita_requests_in_flight", Help: "Requests holding a slot (see --max-inflight)."}, func() float64 {
+		if f := m.inFlight.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
 	qw := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "partita_queue_wait_seconds",
 		Help:    "Time requests waited for a request slot (0 when one was free), whether they got one or were refused (503 ServerBusy).",
@@ -131,7 +136,7 @@ func New(accounts, codes []string) *Metrics {
 	for _, r := range []string{"slots", "body", "store"} {
 		m.busy.WithLabelValues(r)
 	}
-	m.reg.MustRegister(m.requests, lat, in, out, q, ex, ret, bs, m.inFlight, qw, m.busy,
+	m.reg.MustRegister(m.requests, lat, in, out, q, ex, ret, bs, inFlight, qw, m.busy,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -259,14 +264,14 @@ func (m *Metrics) Batch(ops int) {
 func (m *Metrics) Admitted(d time.Duration) {
 	if m != nil {
 		m.queueWait.Observe(d.Seconds())
-		m.inFlight.Inc()
 	}
 }
 
-// Released records a request giving its slot back.
-func (m *Metrics) Released() {
+// InFlightFrom sets what reports the requests in flight at each scrape
+// (the server counts them anyway: no cost per request).
+func (m *Metrics) InFlightFrom(f func() int64) {
 	if m != nil {
-		m.inFlight.Dec()
+		m.inFlight.Store(&f)
 	}
 }
 

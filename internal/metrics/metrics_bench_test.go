@@ -12,7 +12,6 @@ func BenchmarkObserve(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		m.Admitted(0)
-		m.Released()
 		m.Observe(r)
 	}
 }
