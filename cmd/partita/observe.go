@@ -34,7 +34,7 @@ func newObservability(c Config, keys auth.Keyring, db kv.DB) observability {
 		case *pebblekv.DB:
 			o.metrics.Registry().MustRegister(metrics.PebbleCollector(d.Metrics))
 		case *pgkv.DB:
-			o.metrics.Registry().MustRegister(metrics.PoolCollector(d.PoolStat))
+			o.metrics.Registry().MustRegister(metrics.PoolCollector(d.PoolStat, d.StatementLatency))
 		}
 	}
 	if c.Advisor {

@@ -75,9 +75,11 @@ func (c *pebbleCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// poolCollector reports a pgx connection pool's figures.
+// poolCollector reports a pgx connection pool's figures and statement
+// latency.
 type poolCollector struct {
-	stat func() *pgxpool.Stat
+	stat    func() *pgxpool.Stat
+	latency func() (count uint64, sum float64, buckets map[float64]uint64)
 }
 
 var (
@@ -86,16 +88,18 @@ var (
 	pgAcquires     = prometheus.NewDesc("partita_pg_pool_acquires_total", "Connections taken from the pool.", nil, nil)
 	pgAcquireWait  = prometheus.NewDesc("partita_pg_pool_acquire_wait_seconds_total", "Time spent waiting for a pool connection.", nil, nil)
 	pgEmptyAcquire = prometheus.NewDesc("partita_pg_pool_empty_acquires_total", "Acquires that found no idle connection and had to wait or connect.", nil, nil)
+	pgStatement    = prometheus.NewDesc("partita_pg_statement_seconds", "Latency of PostgreSQL statements (a pipelined batch counts as one).", nil, nil)
 )
 
-// PoolCollector is a collector of a PostgreSQL pool's figures; stat is
-// called at each scrape (pgkv.DB.PoolStat).
-func PoolCollector(stat func() *pgxpool.Stat) prometheus.Collector {
-	return &poolCollector{stat: stat}
+// PoolCollector is a collector of a PostgreSQL pool's figures and of its
+// statement latency; stat and latency are called at each scrape
+// (pgkv.DB.PoolStat and StatementLatency).
+func PoolCollector(stat func() *pgxpool.Stat, latency func() (uint64, float64, map[float64]uint64)) prometheus.Collector {
+	return &poolCollector{stat: stat, latency: latency}
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pgConns, pgMaxConns, pgAcquires, pgAcquireWait, pgEmptyAcquire} {
+	for _, d := range []*prometheus.Desc{pgConns, pgMaxConns, pgAcquires, pgAcquireWait, pgEmptyAcquire, pgStatement} {
 		ch <- d
 	}
 }
@@ -112,4 +116,8 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(pgAcquires, prometheus.CounterValue, float64(s.AcquireCount()))
 	ch <- prometheus.MustNewConstMetric(pgAcquireWait, prometheus.CounterValue, s.AcquireDuration().Seconds())
 	ch <- prometheus.MustNewConstMetric(pgEmptyAcquire, prometheus.CounterValue, float64(s.EmptyAcquireCount()))
+	if c.latency != nil {
+		n, sum, b := c.latency()
+		ch <- prometheus.MustNewConstHistogram(pgStatement, n, sum, b)
+	}
 }
