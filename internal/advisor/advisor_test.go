@@ -242,3 +242,31 @@ func TestAdvisor_HeatMapAndHandler(t *testing.T) {
 		t.Errorf("/advisor: %s", w.Body)
 	}
 }
+
+// TestAdvisor_Concurrent records from many goroutines while reports are
+// read (run with -race).
+func TestAdvisor_Concurrent(t *testing.T) {
+	a, _ := newTest(Options{MaxTables: 4})
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 2000; i++ {
+				tb := fmt.Sprintf("t%d", i%6)
+				a.Write("acct", tb, fmt.Sprint(i%50), fmt.Sprint(i), i%2 == 0, 0)
+				a.Read("acct", tb, fmt.Sprint(i%7))
+				a.Query("acct", tb, i%4, 10, 1, fmt.Sprint(i%9), i%3 == 0)
+			}
+		}()
+	}
+	for i := 0; i < 50; i++ {
+		a.Findings()
+		a.HeatMap()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	if n := a.Tables(); n > 4 {
+		t.Errorf("tables tracked: %d, want at most 4", n)
+	}
+}
