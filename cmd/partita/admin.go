@@ -41,10 +41,10 @@ func storeDirs(c Config) []string {
 	return dirs
 }
 
-// startAdmin serves the admin handler on c.AdminAddr (nothing when it is
-// empty) and prints "admin listening on URL". The returned function stops
+// startAdmin serves the admin handler, and the metrics and the advisor of
+// obs, on c.AdminAddr (nothing when it is empty) and prints "admin listening on URL". The returned function stops
 // it.
-func startAdmin(c Config, db kv.DB, store *tablestore.Store, engine string, log *slog.Logger, stdout io.Writer) (func(), error) {
+func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, log *slog.Logger, stdout io.Writer) (func(), error) {
 	if c.AdminAddr == "" {
 		return func() {}, nil
 	}
@@ -55,8 +55,11 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, engine string, log 
 	if ap, ok := ln.Addr().(*net.TCPAddr); ok && !ap.IP.IsLoopback() {
 		log.Warn("the admin listener is not on loopback: anyone who reaches it can read the health of the store and write backups wherever the server may write", "addr", ln.Addr().String())
 	}
+	mux := http.NewServeMux()
+	obs.mount(mux)
+	mux.Handle("/", admin.New(admin.Options{DB: db, Engine: engineName(c.Store), Store: store, BackupRoot: c.BackupRoot, StoreDirs: storeDirs(c), Logger: log}))
 	srv := &http.Server{
-		Handler:           admin.New(admin.Options{DB: db, Engine: engine, Store: store, BackupRoot: c.BackupRoot, StoreDirs: storeDirs(c), Logger: log}),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,

@@ -42,6 +42,7 @@ Usage:
   partita copy [flags]    copy tables between endpoints and JSONL files (partita copy --help)
   partita backup --admin URL --to DIR   online backup of a running server's store
   partita check --data DIR              check a stopped server's store (or a backup)
+  partita advise [flags]  print the key-design advisor's findings (partita advise --help)
   partita version         print the version
 `
 
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return backup(ctx, args[1:], stdout, stderr)
 	case "check":
 		return check(ctx, args[1:], stdout, stderr)
+	case "advise":
+		return advise(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "partita", partita.Version)
 		return nil

@@ -83,6 +83,9 @@ type Config struct {
 	// backup) when not empty; BackupRoot, when set, is the only place
 	// backups may be written.
 	AdminAddr, BackupRoot string
+	// Metrics and Advisor turn the Prometheus metrics and the key-design
+	// advisor on (the default) or off.
+	Metrics, Advisor bool
 }
 
 // shutdownGrace is how long closing the store may take after the
@@ -130,7 +133,8 @@ func defaultGoMemLimitMB() int64 {
 
 // flagDef is one row of the serve flags table: the flag, the environment
 // variable that gives its default (shown in --help and README.md), where
-// the value goes (*string, *int, *int64 or *time.Duration) and its default.
+// the value goes (*string, *int, *int64, *time.Duration or *bool) and its
+// default.
 type flagDef struct {
 	name, env string
 	ptr       any
@@ -167,6 +171,8 @@ func serveFlags(c *Config) []flagDef {
 		{"go-mem-limit-mb", "GOMEMLIMIT", &c.GoMemLimitMB, envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting"},
 		{"admin-addr", "PARTITA_ADMIN_ADDR", &c.AdminAddr, envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables"},
 		{"backup-root", "PARTITA_BACKUP_ROOT", &c.BackupRoot, envOr("PARTITA_BACKUP_ROOT", ""), "when set, online backups may be written only under this directory"},
+		{"metrics", "", &c.Metrics, true, "keep Prometheus metrics (served at /metrics on the admin listener); --metrics=false turns them off"},
+		{"advisor", "", &c.Advisor, true, "watch the traffic for key-design anti-patterns (served at /advisor and /heat on the admin listener); --advisor=false turns it off"},
 	}
 }
 
@@ -186,6 +192,8 @@ func register(fs *flag.FlagSet, defs []flagDef) {
 			fs.Int64Var(p, d.name, d.def.(int64), usage)
 		case *time.Duration:
 			fs.DurationVar(p, d.name, d.def.(time.Duration), usage)
+		case *bool:
+			fs.BoolVar(p, d.name, d.def.(bool), usage)
 		default:
 			panic(fmt.Sprintf("serve flag --%s: unsupported type %T", d.name, d.ptr))
 		}
@@ -261,12 +269,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := startPprof(c.PprofAddr, log); err != nil {
 		return err
 	}
-	stopAdmin, err := startAdmin(c, db, store, engineName(c.Store), log, stdout)
+	obs := newObservability(c, keys, db)
+	stopAdmin, err := startAdmin(c, db, store, obs, log, stdout)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
-	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler()})
+	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler(), Metrics: obs.metrics, Advisor: obs.advisor})
 	return listenAndServe(ctx, c, handler, keys, log, stdout)
 }
 

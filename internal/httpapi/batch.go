@@ -112,6 +112,13 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		}
 		return err
 	}
+	s.metrics.Batch(len(ops))
+	if s.advisor != nil {
+		for i := range ops {
+			e := ops[i].op.Entity
+			s.advisor.WriteAt(rc.start, rc.account, ops[i].table, e.PartitionKey, e.RowKey, addsKey(ops[i].op.Kind), s.entitySize(len(body), e))
+		}
+	}
 	resps := make([]changeset.Response, len(ops))
 	for i := range ops {
 		resps[i] = s.batchSuccess(rc, &ops[i], results[i])

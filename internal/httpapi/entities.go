@@ -78,6 +78,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 		return err
 	}
 	e.Timestamp = res.Timestamp // the response echoes the stored entity
+	s.advisor.WriteAt(rc.start, rc.account, table, e.PartitionKey, e.RowKey, true, s.entitySize(len(body), e))
 	h := w.Header()
 	h[hdrETag] = []string{res.ETag()}
 	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
@@ -130,6 +131,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if err != nil {
 		return err
 	}
+	s.advisor.WriteAt(rc.start, rc.account, table, key.PartitionKey, key.RowKey, addsKey(kind), s.entitySize(len(body), e))
 	w.Header()[hdrETag] = []string{res.ETag()}
 	writeNoContent(w)
 	return nil
@@ -156,6 +158,7 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpDelete, Entity: e, If: cond}); err != nil {
 		return err
 	}
+	s.advisor.WriteAt(rc.start, rc.account, table, key.PartitionKey, key.RowKey, false, 0)
 	writeNoContent(w)
 	return nil
 }
@@ -177,10 +180,16 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	if err != nil {
 		return err
 	}
+	s.advisor.ReadAt(rc.start, rc.account, table, key.PartitionKey)
 	o := s.entityOptions(rc, table)
 	o.Element = true
 	o.Select = sel
 	w.Header()[hdrETag] = []string{e.ETag()}
 	writeJSON(w, rc, http.StatusOK, wire.AppendEntity(nil, e, o))
 	return nil
+}
+
+// addsKey reports whether a write may add a key (the advisor's inserts).
+func addsKey(k partita.OpKind) bool {
+	return k == partita.OpInsert || k == partita.OpInsertOrReplace || k == partita.OpInsertOrMerge
 }

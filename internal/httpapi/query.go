@@ -107,9 +107,12 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	b := (*bp)[:0]
 	b = wire.AppendPageStart(b, rc.meta, wire.EntitiesMetadataURL(rc.base, table, sel))
 	n := 0
+	var firstPK string // for the advisor: the partition a query within one read
 	info, err := s.store.QueryEntities(r.Context(), rc.account, table, q, func(e *partita.Entity) error {
 		if n > 0 {
 			b = append(b, ',')
+		} else if s.advisor != nil {
+			firstPK = strings.Clone(e.PartitionKey) // e is borrowed
 		}
 		n++
 		b = wire.AppendEntity(b, e, o)
@@ -124,6 +127,13 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	}
 	b = wire.AppendPageEnd(b)
 	*bp = b
+	s.metrics.Query(int(info.Class), info.Examined, n)
+	if s.advisor != nil {
+		if firstPK == "" && info.Next != nil {
+			firstPK = info.Next.PartitionKey
+		}
+		s.advisor.QueryAt(rc.start, rc.account, table, int(info.Class), info.Examined, n, firstPK, q.Next != nil)
+	}
 	h := w.Header()
 	h.Set(hdrQueryClass, info.Class.String())
 	h.Set(hdrExamined, strconv.Itoa(info.Examined))

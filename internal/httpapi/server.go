@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/advisor"
 	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/metrics"
 	"github.com/partita/partita/internal/wire"
 )
 
@@ -53,6 +55,11 @@ type Options struct {
 	// Console, when set, serves every request whose path starts with
 	// ConsolePrefix, on any host (the web console's static files).
 	Console http.Handler
+	// Metrics, when set, records every request (internal/metrics);
+	// Advisor, when set, watches the traffic for key-design
+	// anti-patterns (internal/advisor).
+	Metrics *metrics.Metrics
+	Advisor *advisor.Advisor
 }
 
 // ConsolePrefix is the path of the web console on the main listener. No
@@ -74,12 +81,15 @@ type Server struct {
 	date      atomic.Pointer[cachedDate]
 	corsCache corsCache // the accounts' CORS rules, for corsHeaders
 	console   http.Handler
+	metrics   *metrics.Metrics
+	advisor   *advisor.Advisor
 }
 
 // New returns a Server.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait,
-		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate, console: o.Console}
+		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate, console: o.Console,
+		metrics: o.Metrics, advisor: o.Advisor}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -102,6 +112,7 @@ func New(o Options) *Server {
 		s.bodyRate = 64 << 10
 	}
 	s.slots = newBudget(int64(o.MaxInFlight))
+	o.Metrics.InFlightFrom(s.slots.inUse)
 	s.bodies = newBudget(o.MaxBodyBytes)
 	return s
 }
@@ -131,6 +142,12 @@ type reqCtx struct {
 	// bodyClaims, until it ends.
 	bodyHeld   int64
 	bodyClaims []claim
+	// With metrics: the response writer that counts the status and the
+	// bytes out, the body bytes read, and whether a 503 was counted.
+	cw        countingWriter
+	start     time.Time
+	bytesIn   int64
+	busyNoted bool
 }
 
 func newRequestID() string {
@@ -228,6 +245,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := &reqCtx{id: newRequestID(), op: "Unknown"}
+	if s.metrics != nil || s.advisor != nil {
+		rc.start = time.Now()
+	}
+	if s.metrics != nil {
+		rc.cw.ResponseWriter = w
+		w = &rc.cw
+		defer s.observe(w, rc)
+	}
 	h := w.Header()
 	h[hdrRequestID] = []string{rc.id}
 	version := r.Header.Get(hdrVersion)
@@ -307,8 +332,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 		return err
 	}
 	claims := s.claims(rc, s.slots)
-	if !s.slots.take(1, s.queueWait, claims...) {
-		return errBusy(w)
+	if s.metrics == nil {
+		if !s.slots.take(1, s.queueWait, claims...) {
+			return errBusy(w)
+		}
+	} else if s.slots.take(1, 0, claims...) {
+		s.metrics.Admitted(0) // a free slot at once: no clock read
+	} else {
+		// Queue for a slot, timing the wait.
+		queued := time.Now()
+		if !s.slots.take(1, s.queueWait, claims...) {
+			s.metrics.Busy("slots", time.Since(queued))
+			rc.busyNoted = true
+			return errBusy(w)
+		}
+		s.metrics.Admitted(time.Since(queued))
 	}
 	defer s.slots.give(1, claims...)
 	defer func() {
@@ -383,6 +421,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, rc *reqCtx, li
 	if rc.bodyHeld == 0 {
 		claims := s.claims(rc, s.bodies)
 		if !s.bodies.take(reserve, s.queueWait, claims...) {
+			if s.metrics != nil {
+				s.metrics.Busy("body", 0)
+				rc.busyNoted = true
+			}
 			return nil, errBusy(w)
 		}
 		rc.bodyHeld, rc.bodyClaims = reserve, claims
@@ -401,6 +443,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, rc *reqCtx, li
 	// lapsed one would cancel the request's context).
 	ctl.SetReadDeadline(time.Time{})
 	rc.bodyPending = false
+	rc.bytesIn = int64(len(body))
 	return body, nil
 }
 

@@ -65,6 +65,7 @@ type Options struct {
 // DB is a kv.DB on PostgreSQL.
 type DB struct {
 	pool    *pgxpool.Pool
+	stmts   *stmtTracer
 	retries int
 
 	mu     sync.RWMutex
@@ -105,11 +106,13 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 32
 	}
+	stmts := &stmtTracer{}
+	cfg.ConnConfig.Tracer = stmts // statement latency, for the metrics (stat.go)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgkv: %w", err)
 	}
-	db := &DB{pool: pool, retries: o.MaxRetries}
+	db := &DB{pool: pool, retries: o.MaxRetries, stmts: stmts}
 	if db.retries <= 0 {
 		db.retries = 50
 	}

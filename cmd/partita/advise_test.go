@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/partita/partita/internal/advisor"
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/kv/pebblekv"
+)
+
+// TestAdvise checks partita advise against the handlers as the admin
+// listener mounts them (observability.mount), over a Pebble store whose
+// figures /metrics reports.
+func TestAdvise(t *testing.T) {
+	db, err := pebblekv.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c, err := parseConfig(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, _ := auth.ParseAccounts("devstoreaccount1:Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
+	obs := newObservability(c, kr, db)
+	if obs.metrics == nil || obs.advisor == nil {
+		t.Fatal("metrics and advisor are not on by default")
+	}
+	for i := 0; i < 2000; i++ {
+		obs.advisor.Write("devstoreaccount1", "events", "current", fmt.Sprintf("%05d", (i*7919)%10000), false, 0)
+	}
+	mux := http.NewServeMux()
+	obs.mount(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), []string{"advise", "--admin", srv.URL}, &out, &errb); err != nil {
+		t.Fatalf("advise: %v %s", err, errb.String())
+	}
+	for _, want := range []string{"1 finding(s)", "hot-partition  devstoreaccount1/events", "writes=2000", "pattern:  Prepend/append anti-pattern"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("advise output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"advise", "--admin", strings.TrimPrefix(srv.URL, "http://"), "--json"}, &out, &errb); err != nil {
+		t.Fatalf("advise --json: %v", err)
+	}
+	var rep advisor.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || len(rep.Findings) != 1 || rep.Findings[0].PartitionKey != "current" {
+		t.Errorf("advise --json: %v %s", err, out.String())
+	}
+
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"partita_pebble_disk_bytes ", "partita_pebble_block_cache_hits_total ", "partita_pebble_wal_sync_seconds_count ", "partita_requests_in_flight 0"} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+
+	// Without the advisor, partita advise says what is wrong.
+	c.Advisor = false
+	mux = http.NewServeMux()
+	newObservability(c, kr, db).mount(mux)
+	off := httptest.NewServer(mux)
+	defer off.Close()
+	err = run(context.Background(), []string{"advise", "--admin", off.URL}, &out, &errb)
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("advise without the advisor: %v", err)
+	}
+}
+
+func TestAdviseFlags(t *testing.T) {
+	c, err := parseConfig([]string{"--metrics=false", "--advisor=false"}, io.Discard)
+	if err != nil || c.Metrics || c.Advisor {
+		t.Errorf("--metrics=false --advisor=false: %+v %v", c, err)
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/partita/partita/internal/advisor"
+	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/httpapi"
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/pebblekv"
+	"github.com/partita/partita/internal/kv/pgkv"
+	"github.com/partita/partita/internal/metrics"
+)
+
+// observability is a server's metrics and key-design advisor; either is
+// nil when its flag turned it off.
+type observability struct {
+	metrics *metrics.Metrics
+	advisor *advisor.Advisor
+}
+
+// newObservability builds what c turns on: the metrics' account label
+// takes the configured account names, and the store's own figures are
+// collected from Pebble or from the PostgreSQL pool.
+func newObservability(c Config, keys auth.Keyring, db kv.DB) observability {
+	var o observability
+	if c.Metrics {
+		names := make([]string, 0, len(keys))
+		for n := range keys {
+			names = append(names, n)
+		}
+		o.metrics = metrics.New(names, httpapi.ErrorCodes())
+		switch d := db.(type) {
+		case *pebblekv.DB:
+			o.metrics.Registry().MustRegister(metrics.PebbleCollector(d.Metrics))
+		case *pgkv.DB:
+			o.metrics.Registry().MustRegister(metrics.PoolCollector(d.PoolStat, d.StatementLatency))
+		}
+	}
+	if c.Advisor {
+		o.advisor = advisor.New(advisor.Options{})
+	}
+	return o
+}
+
+// mount serves /metrics, /advisor and /heat on mux (the admin
+// listener's); what is turned off answers 404.
+func (o observability) mount(mux *http.ServeMux) {
+	if o.metrics != nil {
+		mux.Handle("GET /metrics", o.metrics.Handler())
+	}
+	if o.advisor != nil {
+		h := o.advisor.Handler()
+		mux.Handle("GET /advisor", h)
+		mux.Handle("GET /heat", h)
+	}
+}

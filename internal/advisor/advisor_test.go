@@ -1,0 +1,272 @@
+package advisor
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// clock is a settable time for the tests.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newTest(o Options) (*Advisor, *clock) {
+	c := &clock{t: time.Date(2026, 1, 1, 12, 0, 30, 0, time.UTC)}
+	o.Now = c.now
+	o.MinWrites, o.MinQueries = 200, 20
+	return New(o), c
+}
+
+func kinds(r Report) map[string]Finding {
+	m := map[string]Finding{}
+	for _, f := range r.Findings {
+		m[f.Kind] = f
+	}
+	return m
+}
+
+// only checks that the report holds exactly the one finding kind.
+func only(t *testing.T, a *Advisor, kind string) Finding {
+	t.Helper()
+	r := a.Findings()
+	k := kinds(r)
+	if _, ok := k[kind]; !ok || len(r.Findings) != 1 {
+		t.Fatalf("want only %s, got %+v", kind, r.Findings)
+	}
+	f := k[kind]
+	if f.Account != "acct" || f.Table != "t" || f.Pattern == "" || f.Fix == "" || f.Summary == "" || len(f.Evidence) == 0 {
+		t.Errorf("finding lacks its table, evidence or pattern: %+v", f)
+	}
+	return f
+}
+
+// wellDesigned is traffic the guide recommends: writes spread over 100
+// partitions with RowKeys in no particular order, point reads, range
+// queries that return what they examine.
+func wellDesigned(a *Advisor, n int) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < n; i++ {
+		pk := fmt.Sprintf("dept%03d", r.IntN(100))
+		a.Write("acct", "t", pk, fmt.Sprintf("%08x", r.Uint32()), true, 1000)
+		a.Read("acct", "t", pk)
+		if i%5 == 0 {
+			a.Query("acct", "t", ClassRange, 10, 10, pk, false)
+			a.Query("acct", "t", ClassPoint, 1, 1, pk, false)
+		}
+	}
+}
+
+func TestAdvisor_WellDesignedNoFindings(t *testing.T) {
+	a, _ := newTest(Options{})
+	wellDesigned(a, 5000)
+	if r := a.Findings(); len(r.Findings) != 0 {
+		t.Errorf("a well-designed workload raised findings: %+v", r.Findings)
+	}
+}
+
+func TestAdvisor_HotPartition(t *testing.T) {
+	a, _ := newTest(Options{})
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 1000; i++ {
+		pk := "hot"
+		if i%5 == 0 { // 80% of the writes to one partition
+			pk = fmt.Sprintf("p%03d", r.IntN(200))
+		}
+		a.Write("acct", "t", pk, fmt.Sprintf("%08x", r.Uint32()), true, 100)
+	}
+	f := only(t, a, KindHotPartition)
+	if f.PartitionKey != "hot" || f.Evidence["share"] < 0.75 || f.Evidence["writes"] != 1000 {
+		t.Errorf("hot partition evidence: %+v", f)
+	}
+}
+
+func TestAdvisor_AppendPartitionKey(t *testing.T) {
+	a, _ := newTest(Options{})
+	// The current hour's partition: PartitionKeys that only increase,
+	// ten inserts each.
+	for i := 0; i < 1000; i++ {
+		a.Write("acct", "t", fmt.Sprintf("2026010112%04d", i/10), fmt.Sprintf("%08x", (i*7919)%1000), true, 100)
+	}
+	f := only(t, a, KindAppendPartition)
+	if f.Evidence["newPartitions"] != 100 || f.Evidence["tailShare"] != 1 {
+		t.Errorf("append evidence: %+v", f)
+	}
+}
+
+func TestAdvisor_AppendRowKey(t *testing.T) {
+	a, _ := newTest(Options{})
+	// Ten devices, each logging with increasing timestamps as RowKeys.
+	for i := 0; i < 2000; i++ {
+		a.Write("acct", "t", fmt.Sprintf("device%02d", (i*7)%10), fmt.Sprintf("%019d", 638000000000000000+i), true, 100)
+	}
+	f := only(t, a, KindAppendRow)
+	if f.Evidence["increasingShare"] != 1 || f.Evidence["inserts"] < 1000 {
+		t.Errorf("append row evidence: %+v", f)
+	}
+}
+
+func TestAdvisor_TableScans(t *testing.T) {
+	a, _ := newTest(Options{})
+	for i := 0; i < 100; i++ {
+		if i%4 == 0 {
+			a.Query("acct", "t", ClassTable, 5000, 3, "", false)
+		} else {
+			a.Query("acct", "t", ClassPoint, 1, 1, "p", false)
+		}
+	}
+	f := only(t, a, KindTableScan)
+	if f.Evidence["tableScans"] != 25 || f.Evidence["queries"] != 100 || f.Evidence["share"] != 0.25 || f.Evidence["examinedPerReturned"] != 5000.0/3 {
+		t.Errorf("table scan evidence: %+v", f)
+	}
+}
+
+func TestAdvisor_PartitionScans(t *testing.T) {
+	a, _ := newTest(Options{})
+	for i := 0; i < 50; i++ {
+		a.Query("acct", "t", ClassPartition, 400, 2, fmt.Sprintf("cust%d", i%5), false)
+	}
+	f := only(t, a, KindPartitionScan)
+	if f.Evidence["examinedPerReturned"] != 200 || f.Evidence["partitionScans"] != 50 {
+		t.Errorf("partition scan evidence: %+v", f)
+	}
+}
+
+func TestAdvisor_LargePartition(t *testing.T) {
+	a, _ := newTest(Options{LargePartition: 5000})
+	// One scan of a 6,000-entity partition, in pages of 1,000; then scans
+	// of a small one, repeated (which must not add up).
+	for p := 0; p < 6; p++ {
+		a.Query("acct", "t", ClassPartition, 1000, 1000, "big", p > 0)
+	}
+	for p := 0; p < 20; p++ {
+		a.Query("acct", "t", ClassPartition, 400, 400, "small", false)
+	}
+	f := only(t, a, KindLargePartition)
+	if f.PartitionKey != "big" || f.Evidence["entities"] != 6000 {
+		t.Errorf("large partition evidence: %+v", f)
+	}
+}
+
+func TestAdvisor_LargeEntity(t *testing.T) {
+	a, _ := newTest(Options{})
+	a.Write("acct", "t", "p", "r1", true, 1000)
+	a.Write("acct", "t", "p", "r2", true, 1040000)
+	a.Write("acct", "t", "p", "r3", true, 990000)
+	f := only(t, a, KindLargeEntity)
+	if f.Evidence["entities"] != 2 || f.Evidence["largestBytes"] != 1040000 {
+		t.Errorf("large entity evidence: %+v", f)
+	}
+}
+
+// TestAdvisor_WindowForgets checks that findings cover only the last
+// minutes: a hot partition of an hour ago is no longer reported.
+func TestAdvisor_WindowForgets(t *testing.T) {
+	a, c := newTest(Options{})
+	for i := 0; i < 500; i++ {
+		a.Write("acct", "t", "hot", fmt.Sprint(i), false, 0)
+	}
+	if len(a.Findings().Findings) != 1 {
+		t.Fatalf("findings: %+v", a.Findings())
+	}
+	c.t = c.t.Add(time.Hour)
+	if r := a.Findings(); len(r.Findings) != 0 {
+		t.Errorf("an hour later: %+v", r.Findings)
+	}
+}
+
+// TestAdvisor_Bounded sends traffic for 10,000 tables and 10,000
+// partitions: the tables tracked and every sketch stay within their
+// bounds.
+func TestAdvisor_Bounded(t *testing.T) {
+	a, _ := newTest(Options{MaxTables: 64, TopK: 8})
+	for i := 0; i < 10000; i++ {
+		a.Write("acct", fmt.Sprintf("t%d", i), "p", "r", true, 0)
+		a.Write("acct", "busy", fmt.Sprintf("p%d", i), fmt.Sprintf("r%d", i), true, 0)
+		a.Query("acct", "busy", ClassPartition, 1, 1, fmt.Sprintf("p%d", i), i%2 == 1)
+	}
+	if n := a.Tables(); n != 64 {
+		t.Errorf("tables tracked: %d, want 64", n)
+	}
+	busy := (*a.tables.Load())[tableID{"acct", "busy"}]
+	if busy == nil {
+		t.Fatal("the busiest table was dropped")
+	}
+	busy.mu.Lock()
+	defer busy.mu.Unlock()
+	for _, b := range busy.ring {
+		if len(b.requests.items) > 8 || len(b.writes.items) > 8 {
+			t.Errorf("sketch sizes %d %d", len(b.requests.items), len(b.writes.items))
+		}
+	}
+	if len(busy.largest) > 8 {
+		t.Errorf("largest partitions kept: %d", len(busy.largest))
+	}
+}
+
+func TestAdvisor_HeatMapAndHandler(t *testing.T) {
+	a, _ := newTest(Options{TopK: 4})
+	for i := 0; i < 300; i++ {
+		a.Write("acct", "t", "hot", fmt.Sprint(i), true, 0)
+		a.Read("acct", "t", "warm")
+		if i%3 == 0 {
+			a.Read("acct", "t", fmt.Sprintf("cold%d", i))
+		}
+	}
+	h := a.HeatMap()
+	if len(h.Tables) != 1 || h.Tables[0].Requests != 700 || h.Tables[0].Writes != 300 {
+		t.Fatalf("heat: %+v", h)
+	}
+	ps := h.Tables[0].Partitions
+	if len(ps) > 4 || ps[0].PartitionKey != "hot" || ps[0].Writes != 300 || ps[0].Requests != 300 || ps[1].PartitionKey != "warm" {
+		t.Errorf("partitions: %+v", ps)
+	}
+	for path, into := range map[string]any{"/heat": &Heat{}, "/advisor": &Report{}} {
+		w := httptest.NewRecorder()
+		a.Handler().ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 200 || w.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %s", path, w.Code, w.Body)
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), into); err != nil {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+	var rep Report
+	w := httptest.NewRecorder()
+	a.Handler().ServeHTTP(w, httptest.NewRequest("GET", "/advisor", nil))
+	json.Unmarshal(w.Body.Bytes(), &rep)
+	if len(rep.Findings) != 1 || rep.Findings[0].Kind != KindHotPartition {
+		t.Errorf("/advisor: %s", w.Body)
+	}
+}
+
+// TestAdvisor_Concurrent records from many goroutines while reports are
+// read (run with -race).
+func TestAdvisor_Concurrent(t *testing.T) {
+	a, _ := newTest(Options{MaxTables: 4})
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 2000; i++ {
+				tb := fmt.Sprintf("t%d", i%6)
+				a.Write("acct", tb, fmt.Sprint(i%50), fmt.Sprint(i), i%2 == 0, 0)
+				a.Read("acct", tb, fmt.Sprint(i%7))
+				a.Query("acct", tb, i%4, 10, 1, fmt.Sprint(i%9), i%3 == 0)
+			}
+		}()
+	}
+	for i := 0; i < 50; i++ {
+		a.Findings()
+		a.HeatMap()
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	if n := a.Tables(); n > 4 {
+		t.Errorf("tables tracked: %d, want at most 4", n)
+	}
+}
