@@ -10,16 +10,12 @@ package e2e
 // test/browser/screenshots.
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -134,50 +130,14 @@ func TestConsole(t *testing.T) {
 
 	s := StartServer(t, "")
 
-	budget := 4 * time.Minute
-	if d, ok := t.Deadline(); ok {
-		if left := time.Until(d) - 15*time.Second; left < budget {
-			budget = left
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-timeout=180000")
-	cmd.Dir = dir
 	var env []string
 	for _, kv := range jsEnv(s.URL, "") {
 		if !strings.HasPrefix(kv, "NODE_EXTRA_CA_CERTS=") && !strings.HasPrefix(kv, "PARTITA_SCREENSHOTS=") && !strings.HasPrefix(kv, "PARTITA_CHROMIUM=") {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "PARTITA_SCREENSHOTS="+shots, "PARTITA_CHROMIUM="+chromium)
-	cmd.WaitDelay = 10 * time.Second
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			t.Log(sc.Text())
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Logf("running node --test in %s (PARTITA_URL=%s, screenshots in %s)", dir, s.URL, shots)
-	start := time.Now()
-	err = cmd.Run()
-	pw.Close()
-	wg.Wait()
-	t.Logf("node --test finished in %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Fatalf("node --test did not finish within %v", budget)
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("node --test failed (exit code %d); see the output above", exit.ExitCode())
-	} else if err != nil {
-		t.Fatalf("node --test: %v", err)
-	}
+	t.Logf("PARTITA_URL=%s, screenshots in %s", s.URL, shots)
+	runSuite(t, suiteRun{name: "node --test", max: 4 * time.Minute, dir: dir,
+		env:  append(env, "PARTITA_SCREENSHOTS="+shots, "PARTITA_CHROMIUM="+chromium),
+		argv: []string{node, "--test", "--test-reporter=spec", "--test-timeout=180000"}})
 }

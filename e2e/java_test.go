@@ -19,10 +19,6 @@ package e2e
 // ConnectionStringTest.useDevelopmentStorage).
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -69,60 +65,22 @@ func TestJavaSDK(t *testing.T) {
 		env = append(env, "PARTITA_DEVSTORE_DIRECT=1")
 	}
 
-	budget := 5 * time.Minute
-	if d, ok := t.Deadline(); ok {
-		if left := time.Until(d) - 15*time.Second; left < budget {
-			budget = left
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
+	t.Logf("PARTITA_URL=%s", s.URL)
+	var offlineMiss sync.Once
 	// Offline: the dependencies were fetched beforehand, so this measures the
 	// tests, not the downloads, and a missing one is reported at once.
-	cmd := exec.CommandContext(ctx, mvn, "-B", "-o", "test")
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.WaitDelay = 10 * time.Second
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var wg sync.WaitGroup
-	var offlineMiss bool
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			line := sc.Text()
+	runSuite(t, suiteRun{name: "mvn test", max: 5 * time.Minute, dir: dir, env: env,
+		argv: []string{mvn, "-B", "-o", "test"},
+		keep: func(line string) bool {
 			if strings.Contains(line, "in offline mode") {
-				offlineMiss = true
+				offlineMiss.Do(func() {
+					t.Errorf("Maven is missing dependencies: run `mvn -B -q -f test/java/pom.xml test -Dtest=ClientSideTest` (scripts/test does) to fetch them")
+				})
 			}
 			// Maven's download and plugin banners say nothing about the tests.
-			if strings.HasPrefix(line, "[INFO] --- ") || strings.HasPrefix(line, "[INFO] Download") {
-				continue
-			}
-			t.Log(line)
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Logf("running mvn -B -o test in %s (PARTITA_URL=%s)", dir, s.URL)
-	start := time.Now()
-	err = cmd.Run()
-	pw.Close()
-	wg.Wait()
-	t.Logf("mvn test finished in %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Fatalf("mvn test did not finish within %v", budget)
-	}
-	if offlineMiss {
-		t.Errorf("Maven is missing dependencies: run `mvn -B -q -f test/java/pom.xml test -Dtest=ClientSideTest` (scripts/test does) to fetch them")
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("mvn test failed (exit code %d); see the output above and test/java/target/surefire-reports", exit.ExitCode())
-	} else if err != nil {
-		t.Fatalf("mvn test: %v", err)
-	}
+			return !strings.HasPrefix(line, "[INFO] --- ") && !strings.HasPrefix(line, "[INFO] Download")
+		},
+		hint: " and test/java/target/surefire-reports"})
 }
 
 // javaEnv is the environment for Maven and the JVM: the parent's without

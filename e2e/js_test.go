@@ -8,16 +8,11 @@ package e2e
 // fails when the CI environment variable is set.
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -50,46 +45,9 @@ func TestJSSDK(t *testing.T) {
 
 	s, tlsFiles := StartTLSServer(t)
 
-	budget := 5 * time.Minute
-	if d, ok := t.Deadline(); ok {
-		if left := time.Until(d) - 15*time.Second; left < budget {
-			budget = left
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-timeout=180000")
-	cmd.Dir = dir
-	cmd.Env = jsEnv(s.URL, tlsFiles.CA)
-	cmd.WaitDelay = 10 * time.Second
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			t.Log(sc.Text())
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Logf("running node --test in %s (PARTITA_URL=%s)", dir, s.URL)
-	start := time.Now()
-	err = cmd.Run()
-	pw.Close()
-	wg.Wait()
-	t.Logf("node --test finished in %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Fatalf("node --test did not finish within %v", budget)
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("node --test failed (exit code %d); see the output above", exit.ExitCode())
-	} else if err != nil {
-		t.Fatalf("node --test: %v", err)
-	}
+	t.Logf("PARTITA_URL=%s", s.URL)
+	runSuite(t, suiteRun{name: "node --test", max: 5 * time.Minute, dir: dir, env: jsEnv(s.URL, tlsFiles.CA),
+		argv: []string{node, "--test", "--test-reporter=spec", "--test-timeout=180000"}})
 }
 
 // nodeVersionOK reports whether `node --version` output (v20.1.2) is 20+.

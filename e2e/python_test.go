@@ -12,16 +12,12 @@ package e2e
 // the Python suite is part of the README's test command and of CI.
 
 import (
-	"bufio"
-	"context"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -54,50 +50,14 @@ func TestPythonSDK(t *testing.T) {
 	s := StartServer(t, "")
 	tlsServer, tlsFiles := StartTLSServer(t)
 
-	budget := 5 * time.Minute
-	if d, ok := t.Deadline(); ok {
-		if left := time.Until(d) - 15*time.Second; left < budget {
-			budget = left
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--color=no")
-	cmd.Dir = dir
-	cmd.Env = pythonEnv(map[string]string{
-		"PARTITA_URL":     s.URL,
-		"PARTITA_TLS_URL": tlsServer.URL,
-		"PARTITA_TLS_CA":  tlsFiles.CA,
-	})
-	cmd.WaitDelay = 10 * time.Second
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		for sc.Scan() {
-			t.Log(sc.Text())
-		}
-		io.Copy(io.Discard, pr)
-	}()
-	t.Logf("running pytest in %s (PARTITA_URL=%s)", dir, s.URL)
-	start := time.Now()
-	err = cmd.Run()
-	pw.Close()
-	wg.Wait()
-	t.Logf("pytest finished in %v", time.Since(start).Round(time.Millisecond))
-	if ctx.Err() != nil {
-		t.Fatalf("pytest did not finish within %v", budget)
-	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		t.Fatalf("pytest failed (exit code %d); see the output above", exit.ExitCode())
-	} else if err != nil {
-		t.Fatalf("pytest: %v", err)
-	}
+	t.Logf("PARTITA_URL=%s", s.URL)
+	runSuite(t, suiteRun{name: "pytest", max: 5 * time.Minute, dir: dir,
+		env: pythonEnv(map[string]string{
+			"PARTITA_URL":     s.URL,
+			"PARTITA_TLS_URL": tlsServer.URL,
+			"PARTITA_TLS_CA":  tlsFiles.CA,
+		}),
+		argv: []string{python, "-m", "pytest", "-v", "-p", "no:cacheprovider", "--color=no"}})
 }
 
 var pinRE = regexp.MustCompile(`^([A-Za-z0-9_.-]+)==(\S+)`)
