@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,19 +21,8 @@ func advise(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	admin := fs.String("admin", "http://127.0.0.1:10012", "the server's admin listener (its --admin-addr), as a URL")
 	asJSON := fs.Bool("json", false, "print the findings as the admin listener's JSON")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: partita advise [--admin URL] [--json]\n\nPrint the key-design advisor's findings about a running server's traffic.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "partita advise: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if err := parseFlags(fs, "Usage: partita advise [--admin URL] [--json]\n\nPrint the key-design advisor's findings about a running server's traffic.\n\nFlags:\n", args); err != nil {
+		return helpIsDone(err)
 	}
 	base := strings.TrimSuffix(*admin, "/")
 	if !strings.Contains(base, "://") {

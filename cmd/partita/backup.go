@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,8 +23,7 @@ func backup(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	adminURL := fs.String("admin", envOr("PARTITA_ADMIN_URL", "http://127.0.0.1:10012"), "the server's admin listener (serve --admin-addr) (PARTITA_ADMIN_URL)")
 	to := fs.String("to", "", "the directory to write the backup into: new or empty; a relative path is relative to this command's working directory")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: partita backup [--admin URL] --to DIR
+	if err := parseFlags(fs, `Usage: partita backup [--admin URL] --to DIR
 
 Take an online backup of a running server's embedded store: a consistent
 point-in-time copy that holds every write acknowledged before the backup
@@ -34,18 +32,8 @@ so DIR is a path on the server's machine. Restore by serving it:
 partita serve --data DIR. Check it with partita check --data DIR.
 
 Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "partita backup: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+`, args); err != nil {
+		return helpIsDone(err)
 	}
 	if *to == "" {
 		fmt.Fprintln(stderr, "partita backup: --to DIR is required")

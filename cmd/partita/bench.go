@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
@@ -43,19 +42,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workloads := cfg.AddFlags(fs)
 	jsonOut := fs.Bool("json", false, "print machine-readable JSON results on stdout")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench client's own CPU profile to `FILE`")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), benchUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "partita bench: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if err := parseFlags(fs, benchUsage, args); err != nil {
+		return helpIsDone(err)
 	}
 
 	var err error

@@ -25,8 +25,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	data := fl.String("data", envOr("PARTITA_DATA", "./partita-data"), "data directory of the embedded store (PARTITA_DATA)")
 	walDir := fl.String("wal-dir", envOr("PARTITA_WAL_DIR", ""), "the write-ahead log's directory, when the store was served with --wal-dir (PARTITA_WAL_DIR)")
 	maxProblems := fl.Int("max-problems", 100, "list at most this many problems (all are counted)")
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), `Usage: partita check [--data DIR]
+	if err := parseFlags(fl, `Usage: partita check [--data DIR]
 
 Check a stopped server's embedded store (or a backup): open it read-only,
 decode every key and entity, check the catalog against the data (every
@@ -35,18 +34,8 @@ service properties decodes) and print a summary. Exit status 1 when the
 store is inconsistent, 2 when it cannot be read.
 
 Flags:
-`)
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fl.NArg() > 0 {
-		fmt.Fprintf(stderr, "partita check: unexpected argument %q\n", fl.Arg(0))
-		return errUsage
+`, args); err != nil {
+		return helpIsDone(err)
 	}
 	fi, err := os.Stat(*data)
 	if errors.Is(err, fs.ErrNotExist) {

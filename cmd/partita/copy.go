@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -51,19 +50,8 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	onRefused := fs.String("on-refused", "stop", "an entity the destination refuses (too large, bad key): stop, or skip it and go on (each is printed; the exit status is still non-zero)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (one updating line on a terminal, plain lines otherwise), plain, none")
 	fs.DurationVar(&o.ProgressInterval, "progress-interval", 0, "time between progress lines (default 0.5s on a terminal, 10s otherwise)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), copyUsage)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "partita copy: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if err := parseFlags(fs, copyUsage, args); err != nil {
+		return helpIsDone(err)
 	}
 	if o.From == "" || o.To == "" {
 		fmt.Fprintln(stderr, "partita copy: --from and --to are required")

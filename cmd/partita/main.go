@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -73,4 +74,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "partita: unknown command %q\n\n%s", args[0], usage)
 	return errUsage
+}
+
+// parseFlags parses a subcommand's args with fs, whose --help prints usage
+// and then the flags. It returns flag.ErrHelp for --help, errUsage for a
+// bad flag or a stray argument (fs has said which), and nil otherwise.
+func parseFlags(fs *flag.FlagSet, usage string, args []string) error {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return errUsage
+	}
+	return nil
+}
+
+// helpIsDone turns parseFlags' flag.ErrHelp into success: --help has
+// printed what was asked for.
+func helpIsDone(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
 }

@@ -200,24 +200,21 @@ func register(fs *flag.FlagSet, defs []flagDef) {
 	}
 }
 
+const serveUsage = `Usage: partita serve [flags]
+
+Serve the Azure Table storage REST API. Defaults: 127.0.0.1:10002, data in ./partita-data,
+account devstoreaccount1 with the well-known development key.
+
+Flags:
+`
+
 func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	register(fs, serveFlags(&c))
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: partita serve [flags]\n\nServe the Azure Table storage REST API. Defaults: %s, data in ./partita-data,\naccount devstoreaccount1 with the well-known development key.\n\nFlags:\n", "127.0.0.1:10002")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "partita serve: unexpected argument %q\n", fs.Arg(0))
-		return c, errUsage
+	if err := parseFlags(fs, serveUsage, args); err != nil {
+		return c, err
 	}
 	if (c.Cert == "") != (c.Key == "") {
 		return c, errors.New("--cert and --key go together")
