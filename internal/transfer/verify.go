@@ -106,30 +106,18 @@ func tablesOf(ctx context.Context, s *side, patterns []string) ([]string, error)
 	}
 	seen := map[string]bool{}
 	var names []string
-	for _, f := range s.files {
-		lr, err := openLines(f)
-		if err != nil {
-			return nil, err
+	err := eachRecord(s.files, func(f string, rec Record) error {
+		if !seen[rec.Table] {
+			if len(seen) >= maxTables {
+				return fmt.Errorf("%s: more than %d tables", f, maxTables)
+			}
+			seen[rec.Table] = true
+			names = append(names, rec.Table)
 		}
-		for {
-			rec, _, err := lr.next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				lr.close()
-				return nil, err
-			}
-			if !seen[rec.Table] {
-				if len(seen) >= maxTables {
-					lr.close()
-					return nil, fmt.Errorf("%s: more than %d tables", f, maxTables)
-				}
-				seen[rec.Table] = true
-				names = append(names, rec.Table)
-			}
-		}
-		lr.close()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.Strings(names)
 	return selectTables(names, patterns)
@@ -153,29 +141,44 @@ func readAll(ctx context.Context, s *side, table, filter string) ([]*partita.Ent
 			npk, nrk = p.nextPK, p.nextRK
 		}
 	} else {
-		for _, f := range s.files {
-			lr, err := openLines(f)
-			if err != nil {
-				return nil, err
+		err := eachRecord(s.files, func(_ string, rec Record) error {
+			if rec.Table == table {
+				es = append(es, rec.Entity)
 			}
-			for {
-				rec, _, err := lr.next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					lr.close()
-					return nil, err
-				}
-				if rec.Table == table {
-					es = append(es, rec.Entity)
-				}
-			}
-			lr.close()
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	sortEntities(es)
 	return es, nil
+}
+
+// eachRecord calls fn with every record of files, in order, and stops at
+// the first error, its own or fn's.
+func eachRecord(files []string, fn func(file string, rec Record) error) error {
+	for _, f := range files {
+		lr, err := openLines(f)
+		if err != nil {
+			return err
+		}
+		for {
+			rec, _, err := lr.next()
+			if err == io.EOF {
+				break
+			}
+			if err == nil {
+				err = fn(f, rec)
+			}
+			if err != nil {
+				lr.close()
+				return err
+			}
+		}
+		lr.close()
+	}
+	return nil
 }
 
 // compareTables prints the differences of a and b (both sorted) and
