@@ -15,6 +15,7 @@ import (
 	"github.com/partita/partita/internal/advisor"
 	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/kv/memkv"
+	"github.com/partita/partita/internal/metrics"
 	"github.com/partita/partita/internal/tablestore"
 )
 
@@ -212,6 +213,32 @@ func TestAdvisorAPI_SAS(t *testing.T) {
 				continue
 			}
 			wantError(t, w, c.status, c.code)
+		}
+	}
+}
+
+// TestAdvisorAPI_Metrics: the reads are operations of their own in the
+// request metrics' fixed operation list, refusals included.
+func TestAdvisorAPI_Metrics(t *testing.T) {
+	m := metrics.New([]string{"devstoreaccount1"}, ErrorCodes())
+	s := obsServer(t, Options{Metrics: m, Advisor: advisor.New(advisor.Options{})})
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	wantStatus(t, signedAs(t, s, kr, "devstoreaccount1", "GET", "/?restype=service&comp=partita-heat", nil), 200)
+	wantStatus(t, signedAs(t, s, kr, "devstoreaccount1", "GET", "/?restype=service&comp=partita-advisor", nil), 200)
+	wantStatus(t, signedAs(t, s, kr, "devstoreaccount1", "GET", "/?restype=service&comp=partita-advisor", nil), 200)
+	sas := sasFor(t, kr, auth.SAS{Kind: auth.AccountSAS, Services: "t", ResourceTypes: "s", Permissions: "r"})
+	wantError(t, signedAs(t, s, nil, "devstoreaccount1", "GET", "/?restype=service&comp=partita-heat&"+sas, nil), 403, "AuthorizationResourceTypeMismatch")
+	for _, c := range []struct {
+		op, status, code string
+		want             float64
+	}{
+		{"GetPartitaHeat", "200", "", 1},
+		{"GetPartitaAdvisor", "200", "", 2},
+		{"Unknown", "403", "AuthorizationResourceTypeMismatch", 1},
+	} {
+		got := counter(t, m, "partita_requests_total", map[string]string{"account": "devstoreaccount1", "operation": c.op, "status": c.status, "code": c.code})
+		if got != c.want {
+			t.Errorf("requests{operation=%s,status=%s}: %v, want %v", c.op, c.status, got, c.want)
 		}
 	}
 }
