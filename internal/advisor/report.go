@@ -146,12 +146,15 @@ func top(m map[string]*count) (string, *count) {
 	return key, best
 }
 
-// snapshot lists the tracked tables.
-func (a *Advisor) snapshot() []*table {
+// snapshot lists the tracked tables: all of them when account is "",
+// else that account's only.
+func (a *Advisor) snapshot(account string) []*table {
 	cur := *a.tables.Load()
 	ts := make([]*table, 0, len(cur))
 	for _, t := range cur {
-		ts = append(ts, t)
+		if account == "" || t.id.account == account {
+			ts = append(ts, t)
+		}
 	}
 	sort.Slice(ts, func(i, j int) bool {
 		if ts[i].id.account != ts[j].id.account {
@@ -163,9 +166,23 @@ func (a *Advisor) snapshot() []*table {
 }
 
 // Findings reports the anti-patterns seen over the window.
-func (a *Advisor) Findings() Report {
+func (a *Advisor) Findings() Report { return a.findings("") }
+
+// AccountFindings is Findings restricted to one account's tables (Tables
+// then counts that account's tables only).
+func (a *Advisor) AccountFindings(account string) Report {
+	if account == "" {
+		return Report{WindowSeconds: a.window0(), Findings: []Finding{}}
+	}
+	return a.findings(account)
+}
+
+// window0 is the length of the window in seconds.
+func (a *Advisor) window0() float64 { return (a.o.Bucket * time.Duration(a.o.Buckets)).Seconds() }
+
+func (a *Advisor) findings(account string) Report {
 	now := a.o.Now()
-	ts := a.snapshot()
+	ts := a.snapshot(account)
 	r := Report{WindowSeconds: (a.o.Bucket * time.Duration(a.o.Buckets)).Seconds(), Tables: len(ts), Findings: []Finding{}}
 	for _, t := range ts {
 		t.mu.Lock()
@@ -269,10 +286,20 @@ func (a *Advisor) judge(id tableID, w *window, largest []partSize) []Finding {
 }
 
 // HeatMap reports the traffic by table and partition over the window.
-func (a *Advisor) HeatMap() Heat {
+func (a *Advisor) HeatMap() Heat { return a.heatMap("") }
+
+// AccountHeatMap is HeatMap restricted to one account's tables.
+func (a *Advisor) AccountHeatMap(account string) Heat {
+	if account == "" {
+		return Heat{WindowSeconds: a.window0(), Tables: []HeatTable{}}
+	}
+	return a.heatMap(account)
+}
+
+func (a *Advisor) heatMap(account string) Heat {
 	now := a.o.Now()
-	h := Heat{WindowSeconds: (a.o.Bucket * time.Duration(a.o.Buckets)).Seconds(), Tables: []HeatTable{}}
-	for _, t := range a.snapshot() {
+	h := Heat{WindowSeconds: a.window0(), Tables: []HeatTable{}}
+	for _, t := range a.snapshot(account) {
 		t.mu.Lock()
 		w := a.window(t, now)
 		t.mu.Unlock()

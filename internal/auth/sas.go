@@ -512,6 +512,11 @@ const (
 	OpDeleteEntity
 	OpInsertOrReplaceEntity
 	OpInsertOrMergeEntity
+	// OpReadAdvisor is partita's own service-level read of the advisor's
+	// findings and heat map (comp=partita-advisor, comp=partita-heat). It
+	// shows partition keys, which are entity data, so an account SAS
+	// needs srt s and o and sp r.
+	OpReadAdvisor
 )
 
 var opNames = [...]string{
@@ -531,6 +536,7 @@ var opNames = [...]string{
 	OpDeleteEntity:          "DeleteEntity",
 	OpInsertOrReplaceEntity: "InsertOrReplaceEntity",
 	OpInsertOrMergeEntity:   "InsertOrMergeEntity",
+	OpReadAdvisor:           "ReadAdvisor",
 }
 
 func (op Operation) String() string {
@@ -544,6 +550,7 @@ func (op Operation) String() string {
 type sasRule struct {
 	entity bool   // possible with a service (table) SAS
 	srt    byte   // account SAS resource type: 's', 'c' or 'o'; 0: not allowed with any SAS
+	srt2   byte   // a second resource type the account SAS must also allow; 0: none
 	anyOf  string // account SAS: one of these permission letters
 	allOf  string // both kinds: all of these letters (service SAS uses only this)
 }
@@ -568,6 +575,7 @@ var sasRules = [...]sasRule{
 	OpDeleteEntity:          {entity: true, srt: 'o', allOf: "d"},
 	OpInsertOrReplaceEntity: {entity: true, srt: 'o', allOf: "au"},
 	OpInsertOrMergeEntity:   {entity: true, srt: 'o', allOf: "au"},
+	OpReadAdvisor:           {srt: 's', srt2: 'o', anyOf: "r"},
 }
 
 // Authorize checks that the SAS allows op on table (the table in the URL;
@@ -607,6 +615,9 @@ func (s *SAS) Authorize(op Operation, table string) error {
 		}
 		if strings.IndexByte(s.ResourceTypes, r.srt) < 0 {
 			return fmt.Errorf("%w: %v needs srt %c, have %q", ErrSASResourceType, op, r.srt, s.ResourceTypes)
+		}
+		if r.srt2 != 0 && strings.IndexByte(s.ResourceTypes, r.srt2) < 0 {
+			return fmt.Errorf("%w: %v needs srt %c%c, have %q", ErrSASResourceType, op, r.srt, r.srt2, s.ResourceTypes)
 		}
 		if r.anyOf != "" && !strings.ContainsAny(s.Permissions, r.anyOf) {
 			return fmt.Errorf("%w: %v needs one of %q, have %q", ErrSASPermission, op, r.anyOf, s.Permissions)

@@ -398,6 +398,11 @@ func TestSAS_Authorize(t *testing.T) {
 		{"acct upsert", acct("t", "o", "au"), OpInsertOrMergeEntity, "t", nil},
 		{"acct upsert a", acct("t", "o", "a"), OpInsertOrReplaceEntity, "t", ErrSASPermission},
 		{"acct delete", acct("t", "o", "d"), OpDeleteEntity, "t", nil},
+		{"acct advisor so r", acct("t", "so", "r"), OpReadAdvisor, "", nil},
+		{"acct advisor s r", acct("t", "s", "r"), OpReadAdvisor, "", ErrSASResourceType},
+		{"acct advisor o r", acct("t", "o", "r"), OpReadAdvisor, "", ErrSASResourceType},
+		{"acct advisor sco l", acct("t", "sco", "l"), OpReadAdvisor, "", ErrSASPermission},
+		{"svc advisor", svc("r"), OpReadAdvisor, "mytable", ErrSASOperation},
 		{"acct delete srt", acct("t", "sc", "d"), OpDeleteEntity, "t", ErrSASResourceType},
 		{"no kind", &SAS{Permissions: "raud"}, OpGetEntity, "t", ErrMalformedSAS},
 	} {

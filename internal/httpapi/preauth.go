@@ -41,6 +41,8 @@ func (s *Server) preauthorize(r *http.Request, rc *reqCtx) error {
 			op = auth.OpSetServiceProperties
 		case comp == "stats" && method == http.MethodGet:
 			op = auth.OpGetServiceStats
+		case (comp == compAdvisor || comp == compHeat) && (method == http.MethodGet || method == http.MethodHead):
+			op = auth.OpReadAdvisor
 		}
 	case resTables:
 		switch method {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -86,8 +87,54 @@ func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCt
 		}
 		writeXML(w, http.StatusOK, settings.AppendServiceStats(nil, s.now()))
 		return nil
+	case restype == "service" && (comp == compAdvisor || comp == compHeat) && (method == http.MethodGet || method == http.MethodHead):
+		return s.handleAdvisor(w, rc, comp)
 	}
 	return partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
+}
+
+// partita's own service-level reads of the advisor (docs/COMPATIBILITY.md
+// §13). The service has no comp value with a hyphen, and answers an
+// unknown one with 400 InvalidQueryParameterValue, so these can neither
+// collide with a real operation nor change what a real client sees.
+const (
+	compAdvisor = "partita-advisor"
+	compHeat    = "partita-heat"
+)
+
+// handleAdvisor answers comp=partita-advisor (advisor.Report) and
+// comp=partita-heat (advisor.Heat) as JSON, with the signed-in account's
+// tables only. It is authenticated and admitted like every request; an
+// account SAS needs srt s and o and sp r (it shows partition keys), a
+// table SAS is refused. Without an advisor it is 501 NotImplemented.
+func (s *Server) handleAdvisor(w http.ResponseWriter, rc *reqCtx, comp string) error {
+	rc.op = "GetPartitaAdvisor"
+	if comp == compHeat {
+		rc.op = "GetPartitaHeat"
+	}
+	if err := rc.authorize(auth.OpReadAdvisor, ""); err != nil {
+		return err
+	}
+	if s.advisor == nil {
+		return partita.NewError(partita.CodeNotImplemented, partita.MsgNotImplemented)
+	}
+	var v any
+	if comp == compHeat {
+		v = s.advisor.AccountHeatMap(rc.account)
+	} else {
+		v = s.advisor.AccountFindings(rc.account)
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
+	return nil
 }
 
 // handleTableACL answers Get/Set Table ACL.

@@ -30,7 +30,7 @@ var Operations = []string{
 	"UpdateEntity", "MergeEntity", "DeleteEntity", "InsertOrReplaceEntity",
 	"InsertOrMergeEntity", "GetTableACL", "SetTableACL",
 	"GetServiceProperties", "SetServiceProperties", "GetServiceStats",
-	"Preflight",
+	"Preflight", "GetPartitaAdvisor", "GetPartitaHeat",
 }
 
 // Statuses are the values of the status label.

@@ -11,6 +11,8 @@
 // upload JSON lines; stored access policies; CORS rules; generate table,
 // policy and account SASs and read with them from this test; sign in with
 // a SAS; host-style addressing; a plain-HTTP page cannot sign; delete.
+// The heat map step makes a hot partition with requests signed here and
+// reads the advisor's finding and the partition rates on the page.
 // Everything the console did is checked on the server with requests this
 // test signs itself.
 
@@ -29,6 +31,7 @@ const CHROMIUM = process.env.PARTITA_CHROMIUM || '/usr/bin/chromium';
 const SHOTS = process.env.PARTITA_SCREENSHOTS || join(dirname(fileURLToPath(import.meta.url)), 'screenshots');
 const ENDPOINT = `${URL_}/${ACCOUNT}`;
 const TABLE = 'console' + randomBytes(4).toString('hex');
+const HOT = 'hot' + randomBytes(4).toString('hex');
 const GUID = '4c8a53e7-1a5b-4f0e-9a2c-3f6d5e7b8a90';
 const WHEN = '2026-01-02T03:04:05.1234567Z';
 const BLOB = 'AQID/w==';
@@ -388,6 +391,52 @@ test('console in a real browser', async (t) => {
     assert.match(props, /<MaxAgeInSeconds>60<\/MaxAgeInSeconds>/);
   });
 
+  await step('heat map and advisor: a hot partition', async () => {
+    // 1,100 inserts into one partition and 40 spread over four others,
+    // signed by this test: the advisor judges a table from 1,000 writes
+    // in its window, and one partition takes 96% of them.
+    assert.equal((await signed('POST', '/Tables', { body: JSON.stringify({ TableName: HOT }) })).status, 201);
+    const rows = [];
+    for (let i = 0; i < 1100; i++) rows.push(['hot', String(i).padStart(5, '0')]);
+    for (let i = 0; i < 40; i++) rows.push([`cool${i % 4}`, String(i).padStart(5, '0')]);
+    const insertAll = async (list) => {
+      let next = 0;
+      const worker = async () => {
+        while (next < list.length) {
+          const [pk, rk] = list[next++];
+          const res = await signed('POST', `/${HOT}`, { body: JSON.stringify({ PartitionKey: pk, RowKey: rk, N: 1 }) });
+          assert.equal(res.status, 201, `insert ${pk}/${rk}: ${res.status} ${await res.text()}`);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+    };
+    await insertAll(rows);
+
+    await page.click('#tabs button[data-tab=heat]');
+    const finding = page.locator(`#heat-findings .finding[data-kind="hot-partition"][data-table="${HOT}"]`);
+    await finding.waitFor();
+    assert.match(await finding.textContent(), /partition hot/);
+    assert.match(await finding.locator('.summary').textContent(), /took 96% of the table's 1140 writes/);
+    assert.equal(await finding.locator('[data-evidence=writes]').textContent(), 'writes 1,140');
+    assert.equal(await finding.locator('[data-evidence=partitionWrites]').textContent(), 'partitionWrites 1,100');
+    assert.match(await finding.locator('.pattern').textContent(), /compound key pattern/);
+    assert.match(await finding.locator('.fix').textContent(), /spread the writes over many partitions/);
+
+    const heatRow = (pk) => page.locator(`#heat-tables tr[data-table="${HOT}"][data-pk="${pk}"]`);
+    assert.equal(await heatRow('hot').locator('td[data-col=writes]').textContent(), '1,100');
+    assert.equal(await heatRow('hot').locator('td[data-col=requests]').textContent(), '1,100');
+    for (let i = 0; i < 4; i++) assert.equal(await heatRow(`cool${i}`).locator('td[data-col=writes]').textContent(), '10');
+    // Busiest first.
+    assert.equal(await page.locator(`#heat-tables [data-heat-table="${HOT}"] tbody tr`).first().getAttribute('data-pk'), 'hot');
+    assert.equal(await page.isVisible('#heat-no-findings'), false);
+
+    // Refresh reads the new traffic.
+    await insertAll([['hot', 'x1'], ['hot', 'x2'], ['hot', 'x3'], ['hot', 'x4'], ['hot', 'x5']]);
+    await page.click('#heat-refresh');
+    await page.waitForFunction((t) => document.querySelector(`#heat-tables tr[data-table="${t}"][data-pk="hot"] td[data-col=writes]`)?.textContent === '1,105', HOT);
+    assert.equal(await page.textContent('#heat-error'), '');
+  });
+
   await step('generate a SAS and read with it', async () => {
     await page.click('#tabs button[data-tab=sas]');
     await page.check('#sas-kind-table');
@@ -451,6 +500,12 @@ test('console in a real browser', async (t) => {
     await page.waitForSelector('#entities-grid tr[data-pk="p1"][data-rk="r2"]');
     assert.equal(await page.locator('#entities-grid tbody tr').count(), 2);
     assert.equal(await page.isDisabled('#sas-generate'), true);
+    // A table SAS may not read the account's heat map: the page shows the
+    // service's refusal.
+    await page.click('#tabs button[data-tab=heat]');
+    await page.waitForFunction(() => document.getElementById('heat-error').textContent !== '');
+    assert.equal(await page.textContent('#heat-error'), '403 AuthorizationFailure: This request is not authorized to perform this operation.');
+    assert.equal(await page.locator('#heat-findings .finding').count(), 0);
   });
 
   await step('host-style: the host names the account', async () => {

@@ -90,8 +90,10 @@ async function apiError(res) {
     code = e.code;
     message = e.message.value;
   } catch {
-    const c = /<Code>([^<]*)<\/Code>/.exec(text);
-    const m = /<Message>([^<]*)<\/Message>/.exec(text);
+    // Service errors are <Error><Code>…; the Table service's own are
+    // <m:error><m:code>….
+    const c = /<(?:m:)?[Cc]ode>([^<]*)<\/(?:m:)?[Cc]ode>/.exec(text);
+    const m = /<(?:m:)?[Mm]essage[^>]*>([^<]*)<\/(?:m:)?[Mm]essage>/.exec(text);
     if (c) code = c[1];
     if (m) message = m[1];
   }

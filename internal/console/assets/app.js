@@ -562,6 +562,79 @@ async function saveCORS() {
   } catch (err) { fail(err); }
 }
 
+// ---- heat map and advisor ----
+
+// The advisor's findings and heat map of the signed-in account, read with
+// partita's own service-level operations (comp=partita-advisor and
+// comp=partita-heat), signed like every other request.
+
+const num = (n, digits = 0) => Number(n).toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
+function evidenceText(k, v) {
+  if (/share/i.test(k)) return `${k} ${num(v * 100, 1)}%`;
+  return `${k} ${Number.isInteger(v) ? num(v) : num(v, 2)}`;
+}
+
+function renderFinding(f) {
+  const head = [el('span', { class: 'kind', text: f.kind }), ` · table `, el('span', { class: 'mono', text: f.table })];
+  if (f.partitionKey) head.push(' · partition ', el('span', { class: 'mono', text: f.partitionKey }));
+  const ev = el('ul', { class: 'evidence' });
+  for (const [k, v] of Object.entries(f.evidence || {})) ev.append(el('li', { 'data-evidence': k, text: evidenceText(k, v) }));
+  return el('div', { class: 'finding', 'data-kind': f.kind, 'data-table': f.table },
+    el('p', {}, ...head),
+    el('p', { class: 'summary', text: f.summary }),
+    ev,
+    el('p', {}, el('strong', { text: 'Pattern: ' }), el('span', { class: 'pattern', text: f.pattern })),
+    el('p', {}, el('strong', { text: 'Fix: ' }), el('span', { class: 'fix', text: f.fix })));
+}
+
+function renderHeatTable(t) {
+  const top = Math.max(1, ...t.partitions.map((p) => p.requests));
+  const body = el('tbody');
+  for (const p of t.partitions) {
+    body.append(el('tr', { 'data-table': t.table, 'data-pk': p.partitionKey },
+      el('td', { 'data-col': 'pk', text: p.partitionKey }),
+      el('td', { class: 'num', 'data-col': 'requests', text: num(p.requests) }),
+      el('td', { class: 'num', 'data-col': 'rps', text: num(p.requestsPerSecond, 2) }),
+      el('td', { class: 'num', 'data-col': 'writes', text: num(p.writes) }),
+      el('td', { class: 'num', 'data-col': 'wps', text: num(p.writesPerSecond, 2) }),
+      el('td', { class: 'num', 'data-col': 'err', text: p.maxOverstatement ? `±${num(p.maxOverstatement)}` : '' }),
+      el('td', {}, el('meter', { min: 0, max: top, value: p.requests, title: `${num(p.requests)} of ${num(top)} requests` }))));
+  }
+  const head = el('tr', {}, el('th', { text: 'PartitionKey' }), el('th', { class: 'num', text: 'Requests' }), el('th', { class: 'num', text: 'Requests/s' }),
+    el('th', { class: 'num', text: 'Writes' }), el('th', { class: 'num', text: 'Writes/s' }), el('th', { class: 'num', text: '±' }), el('th', { text: 'Share of the busiest' }));
+  return el('div', { class: 'heat-table', 'data-heat-table': t.table },
+    el('h4', {}, el('span', { class: 'mono', text: t.table }),
+      ` — ${num(t.requests)} requests (${num(t.requestsPerSecond, 2)}/s), ${num(t.writes)} writes (${num(t.writesPerSecond, 2)}/s)`),
+    el('div', { class: 'scroll' }, el('table', { class: 'grid heat-grid' }, el('thead', {}, head), body)));
+}
+
+async function loadHeat() {
+  $('heat-error').textContent = '';
+  $('heat-refresh').disabled = true;
+  try {
+    // Plain JSON (no OData typing): read it as is.
+    const get = async (comp) => (await session.request('GET', '/', { query: { restype: 'service', comp }, accept: 'application/json' })).json();
+    const [report, heat] = await Promise.all([get('partita-advisor'), get('partita-heat')]);
+    $('heat-findings').replaceChildren(...report.findings.map(renderFinding));
+    $('heat-no-findings').hidden = report.findings.length > 0;
+    $('heat-tables').replaceChildren(...heat.tables.map(renderHeatTable));
+    $('heat-no-tables').hidden = heat.tables.length > 0;
+    $('heat-window').textContent = `Last ${num(heat.windowSeconds / 60)} minutes · read ${new Date().toLocaleTimeString()}`;
+    status(`${report.findings.length} finding(s), ${heat.tables.length} busy table(s)`);
+  } catch (err) {
+    $('heat-findings').replaceChildren();
+    $('heat-tables').replaceChildren();
+    if (err instanceof ApiError && err.code === 'NotImplemented') {
+      $('heat-error').textContent = 'The advisor is off on this server (partita serve --advisor=false).';
+    } else {
+      fail(err, $('heat-error'));
+    }
+  } finally {
+    $('heat-refresh').disabled = false;
+  }
+}
+
 // ---- wiring ----
 
 function init() {
@@ -576,6 +649,7 @@ function init() {
       showTab(b.dataset.tab);
       if (b.dataset.tab === 'tables') loadTables();
       if (b.dataset.tab === 'cors') loadCORS();
+      if (b.dataset.tab === 'heat') loadHeat();
       if (b.dataset.tab === 'policies' && !$('acl-table').value) $('acl-table').value = cur.table;
       if (b.dataset.tab === 'sas' && !$('sas-table').value) $('sas-table').value = cur.table;
     });
@@ -604,6 +678,7 @@ function init() {
   $('cors-load').addEventListener('click', loadCORS);
   $('cors-add').addEventListener('click', () => $('cors-grid').tBodies[0].append(corsRow()));
   $('cors-save').addEventListener('click', saveCORS);
+  $('heat-refresh').addEventListener('click', loadHeat);
 
   const saved = sessionStorage.getItem(STORE);
   if (saved) {
