@@ -172,7 +172,7 @@ func serveFlags(c *Config) []flagDef {
 		{"admin-addr", "PARTITA_ADMIN_ADDR", &c.AdminAddr, envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables"},
 		{"backup-root", "PARTITA_BACKUP_ROOT", &c.BackupRoot, envOr("PARTITA_BACKUP_ROOT", ""), "when set, online backups may be written only under this directory"},
 		{"metrics", "", &c.Metrics, true, "keep Prometheus metrics (served at /metrics on the admin listener); --metrics=false turns them off"},
-		{"advisor", "", &c.Advisor, true, "watch the traffic for key-design anti-patterns (served at /advisor and /heat on the admin listener); --advisor=false turns it off"},
+		{"advisor", "", &c.Advisor, true, "watch the traffic for key-design anti-patterns (served at /advisor and /heat on the admin listener, and to each signed-in account for its own tables as comp=partita-advisor and comp=partita-heat, which the console shows); --advisor=false turns it off"},
 	}
 }
 
