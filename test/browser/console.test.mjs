@@ -7,8 +7,12 @@
 // refused; sign in with the key; create a table; insert entities with
 // Int64, DateTime, Binary, Guid and Double properties; bad input is refused
 // with its reason; query with a filter and read the query class and the
-// examined count; edit; page by continuation; download JSON lines and CSV;
-// upload JSON lines; stored access policies; CORS rules; generate table,
+// examined count; edit; page by continuation; download JSONL (partita copy's
+// records) and CSV; upload JSONL; every EDM edge value downloaded and
+// uploaded, checked against the real `partita copy` ($PARTITA_BIN): the
+// download is its export byte for byte, and --verify agrees with a copy
+// made from the download and with a table filled by uploading an export;
+// stored access policies; CORS rules; generate table,
 // policy and account SASs and read with them from this test; sign in with
 // a SAS; host-style addressing; a plain-HTTP page cannot sign; delete.
 // The heat map step makes a hot partition with requests signed here and
