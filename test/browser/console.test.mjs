@@ -421,21 +421,23 @@ test('console in a real browser', async (t) => {
         `{"table":"${up}","PartitionKey":"bad","RowKey":"2","props":[["N","Edm.Int64","007"]]}`,
         `{"table":"${up}","PartitionKey":"bad","RowKey":"3","props":[["N","Edm.Double","5"]]}`,
         `{"table":"${up}","PartitionKey":"bad","RowKey":"4","props":[["N","Edm.String","a"],["N","Edm.String","b"]]}`,
-        `{"table":"${up}","PartitionKey":"bad","RowKey":"5",`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"5","props":[["B","Edm.Binary","AB=="]]}`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"6",`,
       ];
       const upload = good.split('\n').slice(0, 2).join('\n') + '\n' + badLines.join('\n') + '\n' + good.split('\n').slice(2).join('\n');
       await page.fill('#q-table', up);
       await runQuery('');
       await page.evaluate(() => { document.getElementById('status').textContent = ''; });
       await page.setInputFiles('#upload-jsonl', { name: 'up.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(upload) });
-      await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Uploaded 4 '));
+      await page.waitForFunction(() => /^Uploaded \d+ entities/.test(document.getElementById('status').textContent));
       const msg = await page.textContent('#status');
-      assert.equal(msg.split(': line ')[0], 'Uploaded 4 entities; 5 lines not written');
+      assert.equal(msg.split(': line ')[0], 'Uploaded 4 entities; 6 lines not written');
       assert.match(msg, new RegExp(`line 3: a record of table ${src}, not of the selected table ${up}; `));
       assert.match(msg, /; line 4: property "N": "007" is not a canonical Edm\.Int64; /);
       assert.match(msg, /; line 5: property "N": "5" is not a canonical Edm\.Double; /);
       assert.match(msg, /; line 6: property "N" appears twice; /);
-      assert.match(msg, /; line 7: not JSON: /);
+      assert.match(msg, /; line 7: property "B": "AB==" is not a canonical Edm\.Binary; /);
+      assert.match(msg, /; line 8: not JSON: /);
       writeFileSync(join(dir, 'up.jsonl'), good);
       copy('--from', conn, '--to', join(dir, 'up.jsonl'), '--tables', up, '--verify');
       exportTable(up, 'up-export.jsonl');
