@@ -382,11 +382,12 @@ test('console in a real browser', async (t) => {
       // Every type's edge values, written as raw JSON so each is exact on the wire.
       const all = '{"PartitionKey":"edge","RowKey":"all",'
         + '"I64@odata.type":"Edm.Int64","I64":"9223372036854775807","I64min@odata.type":"Edm.Int64","I64min":"-9223372036854775808",'
-        + '"I32":2147483647,"I32min":-2147483648,"Whole":5.0,"Tenth":0.1,"E21":1E+21,"Tiny":5E-324,"Max":1.7976931348623157E+308,'
+        + '"I32":2147483647,"I32min":-2147483648,"Whole":5.0,"NegZero":-0.0,"Tenth":0.1,"E21":1E+21,"Tiny":5E-324,"Max":1.7976931348623157E+308,'
         + '"NaN@odata.type":"Edm.Double","NaN":"NaN","Inf@odata.type":"Edm.Double","Inf":"Infinity","NInf@odata.type":"Edm.Double","NInf":"-Infinity",'
         + `"When@odata.type":"Edm.DateTime","When":"${WHEN}","Whole7@odata.type":"Edm.DateTime","Whole7":"2026-01-02T03:04:05Z",`
         + '"Early@odata.type":"Edm.DateTime","Early":"1601-01-01T00:00:00.0000001Z",'
         + `"Bin@odata.type":"Edm.Binary","Bin":"AAEC/w==","NoBin@odata.type":"Edm.Binary","NoBin":"","Id@odata.type":"Edm.Guid","Id":"${GUID}",`
+        + `"IdUp@odata.type":"Edm.Guid","IdUp":"${GUID.toUpperCase()}",`
         + '"T":true,"F":false,"S":"line\\nbreak \\"q\\" \\\\ tab\\t ctl\\u0001\\u001f \u00fcn\u00ef \ud83d\ude00 \u2028","Empty":""}';
       const keys = [['edge', `it's "quoted"`], ['\u00fcn\u00ef\u2713 \ud83d\ude00', 'k+&=;,~%'], ['edge', '']];
       for (const body of [all, ...keys.map(([pk, rk]) => JSON.stringify({ PartitionKey: pk, RowKey: rk, N: 1 }))]) {
@@ -402,6 +403,14 @@ test('console in a real browser', async (t) => {
       await (await dl).saveAs(join(dir, 'dl.jsonl'));
       const text = readFileSync(join(dir, 'dl.jsonl'), 'utf8');
       assert.equal(text.split('\n').length, 5);
+      // Spot checks of the canonical forms, apart from the comparison below.
+      const allProps = new Map(text.split('\n').slice(0, -1).map((l) => JSON.parse(l)).find((r) => r.RowKey === 'all').props.map(([n, ty, v]) => [n, `${ty} ${v}`]));
+      for (const [n, want] of [['I64', 'Edm.Int64 9223372036854775807'], ['I32min', 'Edm.Int32 -2147483648'], ['Whole', 'Edm.Double 5.0'],
+        ['NegZero', 'Edm.Double -0.0'], ['E21', 'Edm.Double 1E+21'], ['NaN', 'Edm.Double NaN'], ['NInf', 'Edm.Double -Infinity'],
+        ['Whole7', 'Edm.DateTime 2026-01-02T03:04:05.0000000Z'], ['NoBin', 'Edm.Binary '], ['IdUp', `Edm.Guid ${GUID}`]]) {
+        assert.equal(allProps.get(n), want, n);
+      }
+      assert.equal(allProps.has('Timestamp'), false);
       exportTable(src, 'export.jsonl');
       const exported = readFileSync(join(dir, 'export.jsonl'), 'utf8');
       assert.equal(text, exported);
