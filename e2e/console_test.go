@@ -138,6 +138,6 @@ func TestConsole(t *testing.T) {
 	}
 	t.Logf("PARTITA_URL=%s, screenshots in %s", s.URL, shots)
 	runSuite(t, suiteRun{name: "node --test", max: 4 * time.Minute, dir: dir,
-		env:  append(env, "PARTITA_SCREENSHOTS="+shots, "PARTITA_CHROMIUM="+chromium),
+		env:  append(env, "PARTITA_SCREENSHOTS="+shots, "PARTITA_CHROMIUM="+chromium, "PARTITA_BIN="+partitaBin),
 		argv: []string{node, "--test", "--test-reporter=spec", "--test-timeout=180000"}})
 }

@@ -7,8 +7,12 @@
 // refused; sign in with the key; create a table; insert entities with
 // Int64, DateTime, Binary, Guid and Double properties; bad input is refused
 // with its reason; query with a filter and read the query class and the
-// examined count; edit; page by continuation; download JSON lines and CSV;
-// upload JSON lines; stored access policies; CORS rules; generate table,
+// examined count; edit; page by continuation; download JSONL (partita copy's
+// records) and CSV; upload JSONL; every EDM edge value downloaded and
+// uploaded, checked against the real `partita copy` ($PARTITA_BIN): the
+// download is its export byte for byte, and --verify agrees with a copy
+// made from the download and with a table filled by uploading an export;
+// stored access policies; CORS rules; generate table,
 // policy and account SASs and read with them from this test; sign in with
 // a SAS; host-style addressing; a plain-HTTP page cannot sign; delete.
 // The heat map step makes a hot partition with requests signed here and
@@ -19,7 +23,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
-import { mkdirSync, existsSync } from 'node:fs';
+import { mkdirSync, existsSync, mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -28,6 +34,8 @@ const URL_ = process.env.PARTITA_URL;
 const ACCOUNT = 'devstoreaccount1';
 const KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 const CHROMIUM = process.env.PARTITA_CHROMIUM || '/usr/bin/chromium';
+// The partita binary the server runs, for `partita copy` (e2e/console_test.go sets it).
+const BIN = process.env.PARTITA_BIN;
 const SHOTS = process.env.PARTITA_SCREENSHOTS || join(dirname(fileURLToPath(import.meta.url)), 'screenshots');
 const ENDPOINT = `${URL_}/${ACCOUNT}`;
 const TABLE = 'console' + randomBytes(4).toString('hex');
@@ -324,14 +332,13 @@ test('console in a real browser', async (t) => {
     };
     const jsonl = await fetchFile('#download-jsonl');
     assert.equal(jsonl.name, `${TABLE}.jsonl`);
-    const lines = jsonl.text.trimEnd().split('\n').map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((e) => `${e.PartitionKey}/${e.RowKey}`), ['p1/r1', 'p1/r2']);
-    assert.equal(lines[0].Big, '-42');
-    assert.equal(lines[0]['Big@odata.type'], 'Edm.Int64');
-    assert.equal(lines[0].When, WHEN);
-    assert.equal(lines[0]['Id@odata.type'], 'Edm.Guid');
-    assert.equal(lines[0].Ratio, 5);
-    assert.equal(lines[0]['Ratio@odata.type'], 'Edm.Double');
+    // partita copy's records (docs/COPY.md): table, keys, typed text props, no Timestamp.
+    assert.ok(jsonl.text.endsWith('}\n'));
+    const lines = jsonl.text.split('\n').slice(0, -1).map((l) => JSON.parse(l));
+    assert.deepEqual(lines.map((e) => Object.keys(e).join()), ['table,PartitionKey,RowKey,props', 'table,PartitionKey,RowKey,props']);
+    assert.deepEqual(lines.map((e) => `${e.table}/${e.PartitionKey}/${e.RowKey}`), [`${TABLE}/p1/r1`, `${TABLE}/p1/r2`]);
+    assert.deepEqual(lines[0].props, [['Big', 'Edm.Int64', '-42'], ['When', 'Edm.DateTime', WHEN], ['Blob', 'Edm.Binary', BLOB],
+      ['Id', 'Edm.Guid', GUID], ['Name', 'Edm.String', 'first'], ['Ratio', 'Edm.Double', '5.0']]);
     const csv = await fetchFile('#download-csv');
     assert.equal(csv.name, `${TABLE}.csv`);
     const rows = csv.text.trimEnd().split('\r\n');
@@ -350,6 +357,105 @@ test('console in a real browser', async (t) => {
     assert.equal(e['N@odata.type'], 'Edm.Int64');
     const f = await (await signed('GET', `/${TABLE}(PartitionKey='up',RowKey='2')`)).json();
     assert.equal(f.Flag, true);
+  });
+
+  await step("download and upload partita copy's JSONL, checked with partita copy", async () => {
+    assert.ok(BIN, 'PARTITA_BIN must be set (e2e/console_test.go sets it)');
+    const conn = `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${KEY};TableEndpoint=${ENDPOINT};`;
+    // partita copy must exit 0; its output goes into the failure message.
+    const copy = (...args) => {
+      try {
+        return execFileSync(BIN, ['copy', '--progress', 'none', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (err) {
+        throw new Error(`partita copy ${args.join(' ').replaceAll(KEY, '…')}: ${err.status}\n${err.stdout}${err.stderr}`);
+      }
+    };
+    // One range per table, so the export is in key order like a query.
+    const exportTable = (table, file) => copy('--from', conn, '--to', join(dir, file), '--tables', table, '--parallel', '1');
+    const rename = (text, from, to) => text.replaceAll(`{"table":"${from}",`, `{"table":"${to}",`);
+    const dir = mkdtempSync(join(tmpdir(), 'partita-console-'));
+    const src = TABLE + 'edge', cp = TABLE + 'copy', up = TABLE + 'up';
+    try {
+      for (const t of [src, up]) {
+        assert.equal((await signed('POST', '/Tables', { body: JSON.stringify({ TableName: t }) })).status, 201);
+      }
+      // Every type's edge values, written as raw JSON so each is exact on the wire.
+      const all = '{"PartitionKey":"edge","RowKey":"all",'
+        + '"I64@odata.type":"Edm.Int64","I64":"9223372036854775807","I64min@odata.type":"Edm.Int64","I64min":"-9223372036854775808",'
+        + '"I32":2147483647,"I32min":-2147483648,"Whole":5.0,"NegZero":-0.0,"Tenth":0.1,"E21":1E+21,"Tiny":5E-324,"Max":1.7976931348623157E+308,'
+        + '"NaN@odata.type":"Edm.Double","NaN":"NaN","Inf@odata.type":"Edm.Double","Inf":"Infinity","NInf@odata.type":"Edm.Double","NInf":"-Infinity",'
+        + `"When@odata.type":"Edm.DateTime","When":"${WHEN}","Whole7@odata.type":"Edm.DateTime","Whole7":"2026-01-02T03:04:05Z",`
+        + '"Early@odata.type":"Edm.DateTime","Early":"1601-01-01T00:00:00.0000001Z",'
+        + `"Bin@odata.type":"Edm.Binary","Bin":"AAEC/w==","NoBin@odata.type":"Edm.Binary","NoBin":"","Id@odata.type":"Edm.Guid","Id":"${GUID}",`
+        + `"IdUp@odata.type":"Edm.Guid","IdUp":"${GUID.toUpperCase()}",`
+        + '"T":true,"F":false,"S":"line\\nbreak \\"q\\" \\\\ tab\\t ctl\\u0001\\u001f \u00fcn\u00ef \ud83d\ude00 \u2028","Empty":""}';
+      const keys = [['edge', `it's "quoted"`], ['\u00fcn\u00ef\u2713 \ud83d\ude00', 'k+&=;,~%'], ['edge', '']];
+      for (const body of [all, ...keys.map(([pk, rk]) => JSON.stringify({ PartitionKey: pk, RowKey: rk, N: 1 }))]) {
+        const res = await signed('POST', `/${src}`, { body });
+        assert.equal(res.status, 201, await res.text());
+      }
+      // The console's download of the whole table is byte for byte what
+      // partita copy exports, and partita copy reads it back.
+      await page.fill('#q-table', src);
+      await runQuery('');
+      const dl = page.waitForEvent('download');
+      await page.click('#download-jsonl');
+      await (await dl).saveAs(join(dir, 'dl.jsonl'));
+      const text = readFileSync(join(dir, 'dl.jsonl'), 'utf8');
+      assert.equal(text.split('\n').length, 5);
+      // Spot checks of the canonical forms, apart from the comparison below.
+      const allProps = new Map(text.split('\n').slice(0, -1).map((l) => JSON.parse(l)).find((r) => r.RowKey === 'all').props.map(([n, ty, v]) => [n, `${ty} ${v}`]));
+      for (const [n, want] of [['I64', 'Edm.Int64 9223372036854775807'], ['I32min', 'Edm.Int32 -2147483648'], ['Whole', 'Edm.Double 5.0'],
+        ['NegZero', 'Edm.Double -0.0'], ['E21', 'Edm.Double 1E+21'], ['NaN', 'Edm.Double NaN'], ['NInf', 'Edm.Double -Infinity'],
+        ['Whole7', 'Edm.DateTime 2026-01-02T03:04:05.0000000Z'], ['NoBin', 'Edm.Binary '], ['IdUp', `Edm.Guid ${GUID}`]]) {
+        assert.equal(allProps.get(n), want, n);
+      }
+      assert.equal(allProps.has('Timestamp'), false);
+      exportTable(src, 'export.jsonl');
+      const exported = readFileSync(join(dir, 'export.jsonl'), 'utf8');
+      assert.equal(text, exported);
+      copy('--from', conn, '--to', join(dir, 'dl.jsonl'), '--tables', src, '--verify');
+      // Into a new table from the download, then compared with the original.
+      writeFileSync(join(dir, 'cp.jsonl'), rename(text, src, cp));
+      copy('--from', join(dir, 'cp.jsonl'), '--to', conn);
+      copy('--from', conn, '--to', join(dir, 'cp.jsonl'), '--tables', cp, '--verify');
+      exportTable(cp, 'cp-export.jsonl');
+      assert.equal(readFileSync(join(dir, 'cp-export.jsonl'), 'utf8'), rename(exported, src, cp));
+
+      // partita copy's export uploads through the console into another
+      // table; bad lines are reported by number and reason, and not written.
+      const good = rename(exported, src, up);
+      const badLines = [
+        `{"table":"${src}","PartitionKey":"bad","RowKey":"1","props":[]}`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"2","props":[["N","Edm.Int64","007"]]}`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"3","props":[["N","Edm.Double","5"]]}`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"4","props":[["N","Edm.String","a"],["N","Edm.String","b"]]}`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"5","props":[["B","Edm.Binary","AB=="]]}`,
+        `{"table":"${up}","PartitionKey":"bad","RowKey":"6",`,
+      ];
+      const upload = good.split('\n').slice(0, 2).join('\n') + '\n' + badLines.join('\n') + '\n' + good.split('\n').slice(2).join('\n');
+      await page.fill('#q-table', up);
+      await runQuery('');
+      await page.evaluate(() => { document.getElementById('status').textContent = ''; });
+      await page.setInputFiles('#upload-jsonl', { name: 'up.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(upload) });
+      await page.waitForFunction(() => /^Uploaded \d+ entities/.test(document.getElementById('status').textContent));
+      const msg = await page.textContent('#status');
+      assert.equal(msg.split(': line ')[0], 'Uploaded 4 entities; 6 lines not written');
+      assert.match(msg, new RegExp(`line 3: a record of table ${src}, not of the selected table ${up}; `));
+      assert.match(msg, /; line 4: property "N": "007" is not a canonical Edm\.Int64; /);
+      assert.match(msg, /; line 5: property "N": "5" is not a canonical Edm\.Double; /);
+      assert.match(msg, /; line 6: property "N" appears twice; /);
+      assert.match(msg, /; line 7: property "B": "AB==" is not a canonical Edm\.Binary; /);
+      assert.match(msg, /; line 8: not JSON: /);
+      writeFileSync(join(dir, 'up.jsonl'), good);
+      copy('--from', conn, '--to', join(dir, 'up.jsonl'), '--tables', up, '--verify');
+      exportTable(up, 'up-export.jsonl');
+      assert.equal(readFileSync(join(dir, 'up-export.jsonl'), 'utf8'), good);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    await page.fill('#q-table', TABLE);
+    await runQuery('');
   });
 
   await step('stored access policies', async () => {

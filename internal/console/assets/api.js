@@ -221,3 +221,158 @@ export async function accountSAS(key, account, f) {
 function sasQuery(pairs) {
   return pairs.filter(([, v]) => v).map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
 }
+
+// ---- partita copy's JSONL records (docs/COPY.md) ----
+//
+// One entity per line: {"table":…,"PartitionKey":…,"RowKey":…,"props":[[name,
+// type, text],…]}, every value as text in one canonical form per type, no
+// Timestamp. A download is byte for byte what `partita copy` writes for the
+// same entities.
+
+// jsonString writes s as a JSON string the way partita's encoder does
+// (internal/wire): only '"', '\' and control characters are escaped, \n \r
+// \t by name and the others as \u00xx.
+export function jsonString(s) {
+  return '"' + s.replace(/["\\\u0000-\u001f]/g, (c) => {
+    switch (c) {
+      case '"': return '\\"';
+      case '\\': return '\\\\';
+      case '\n': return '\\n';
+      case '\r': return '\\r';
+      case '\t': return '\\t';
+    }
+    return '\\u00' + c.charCodeAt(0).toString(16).padStart(2, '0');
+  }) + '"';
+}
+
+// formatDouble is the canonical text of a double: the shortest digits that
+// read back as the same value, always with a '.' or an exponent, exponent
+// form below 1E-04 and from 1E+15 up (two exponent digits at least), or
+// NaN, Infinity, -Infinity.
+export function formatDouble(f) {
+  if (Number.isNaN(f)) return 'NaN';
+  if (f === Infinity) return 'Infinity';
+  if (f === -Infinity) return '-Infinity';
+  if (f === 0) return Object.is(f, -0) ? '-0.0' : '0.0';
+  const a = Math.abs(f);
+  // toExponential without an argument gives the shortest round-trip digits.
+  const [m, e] = a.toExponential().split('e');
+  const digits = m.replace('.', '');
+  const exp = Number(e);
+  let s;
+  if (a < 1e-4 || a >= 1e15) {
+    s = digits[0] + (digits.length > 1 ? '.' + digits.slice(1) : '') + 'E' + (exp < 0 ? '-' : '+') + String(Math.abs(exp)).padStart(2, '0');
+  } else if (exp >= 0) {
+    s = digits.length > exp + 1 ? digits.slice(0, exp + 1) + '.' + digits.slice(exp + 1) : digits + '0'.repeat(exp + 1 - digits.length) + '.0';
+  } else {
+    s = '0.' + '0'.repeat(-exp - 1) + digits;
+  }
+  return (f < 0 ? '-' : '') + s;
+}
+
+const INT_TEXT = /^(0|-?[1-9]\d*)$/;
+const DATETIME7 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{7}Z$/;
+const GUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const BASE64_TEXT = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+// canonicalValue gives the [type, text] of one property of a service entity
+// (parsed with parseTyped), from its annotation and its JSON value.
+function canonicalValue(name, type, v) {
+  if (v && typeof v === 'object' && 'double' in v) return ['Edm.Double', formatDouble(v.double)];
+  if (typeof v === 'number') {
+    if (type === 'Edm.Double' || !Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) return ['Edm.Double', formatDouble(v)];
+    return ['Edm.Int32', String(v)];
+  }
+  if (typeof v === 'boolean') return ['Edm.Boolean', String(v)];
+  if (typeof v !== 'string') throw new Error(`property ${name}: unexpected value ${JSON.stringify(v)}`);
+  switch (type || 'Edm.String') {
+    case 'Edm.String': return ['Edm.String', v];
+    case 'Edm.Binary': return ['Edm.Binary', v];
+    case 'Edm.Guid': return ['Edm.Guid', v.toLowerCase()];
+    case 'Edm.Int32': return ['Edm.Int32', String(Number(v))];
+    case 'Edm.Int64': return ['Edm.Int64', BigInt(v).toString()];
+    case 'Edm.Double':
+      return ['Edm.Double', ['NaN', 'Infinity', '-Infinity'].includes(v) ? v : formatDouble(Number(v))];
+    case 'Edm.DateTime': {
+      const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,7}))?Z$/.exec(v);
+      if (!m) throw new Error(`property ${name}: unexpected DateTime ${v}`);
+      return ['Edm.DateTime', `${m[1]}.${(m[2] || '').padEnd(7, '0')}Z`];
+    }
+  }
+  throw new Error(`property ${name}: unknown type ${type}`);
+}
+
+// copyRecord is the JSONL line (with its \n) of a service entity in table.
+export function copyRecord(table, e) {
+  const props = [];
+  for (const [k, v] of Object.entries(e)) {
+    if (k.includes('@odata.') || k.startsWith('odata.') || k === 'PartitionKey' || k === 'RowKey' || k === 'Timestamp') continue;
+    const [type, text] = canonicalValue(k, e[k + '@odata.type'], v);
+    props.push(`[${jsonString(k)},"${type}",${jsonString(text)}]`);
+  }
+  return `{"table":${jsonString(table)},"PartitionKey":${jsonString(e.PartitionKey)},"RowKey":${jsonString(e.RowKey)},"props":[${props.join(',')}]}\n`;
+}
+
+// isCopyRecord tells a COPY.md record from a line of the service's JSON.
+export function isCopyRecord(o) {
+  return o !== null && typeof o === 'object' && !Array.isArray(o) && ('table' in o || 'props' in o);
+}
+
+// recordBody checks a parsed COPY.md record as `partita copy` reads it
+// (only the canonical forms) and returns its table, keys and the JSON body
+// of an insert-or-replace, every property annotated but String, Int32 and
+// Boolean. It throws the reason a record is refused.
+export function recordBody(o) {
+  for (const k of Object.keys(o)) {
+    if (!['table', 'PartitionKey', 'RowKey', 'props'].includes(k)) throw new Error(`unknown member "${k}"`);
+  }
+  if (typeof o.table !== 'string' || o.table === '') throw new Error('missing "table"');
+  if (typeof o.PartitionKey !== 'string') throw new Error('missing "PartitionKey"');
+  if (typeof o.RowKey !== 'string') throw new Error('missing "RowKey"');
+  const props = o.props === undefined || o.props === null ? [] : o.props;
+  if (!Array.isArray(props)) throw new Error('"props" is not a list');
+  let body = `{"PartitionKey":${jsonString(o.PartitionKey)},"RowKey":${jsonString(o.RowKey)}`;
+  const seen = new Set();
+  for (const [i, p] of props.entries()) {
+    if (!Array.isArray(p) || p.length !== 3 || p.some((x) => typeof x !== 'string')) throw new Error(`property ${i} is not [name, type, value]`);
+    const [name, type, s] = p;
+    if (name === '') throw new Error(`property ${i} has an empty name`);
+    if (['PartitionKey', 'RowKey', 'Timestamp'].includes(name)) throw new Error(`property "${name}" is a system property`);
+    if (seen.has(name)) throw new Error(`property "${name}" appears twice`);
+    seen.add(name);
+    const bad = () => new Error(`property "${name}": "${s}" is not a canonical ${type}`);
+    let json = jsonString(s);
+    switch (type) {
+      case 'Edm.String': break;
+      case 'Edm.Int32':
+        if (!INT_TEXT.test(s) || Math.abs(Number(s)) > 2 ** 31 || Number(s) === 2 ** 31) throw bad();
+        json = s;
+        break;
+      case 'Edm.Int64':
+        if (!INT_TEXT.test(s) || BigInt(s) >= 2n ** 63n || BigInt(s) < -(2n ** 63n)) throw bad();
+        break;
+      case 'Edm.Boolean':
+        if (s !== 'true' && s !== 'false') throw bad();
+        json = s;
+        break;
+      case 'Edm.Double':
+        if (!['NaN', 'Infinity', '-Infinity'].includes(s) && (s.trim() !== s || formatDouble(Number(s)) !== s)) throw bad();
+        break;
+      case 'Edm.DateTime':
+        if (!DATETIME7.test(s) || isNaN(Date.parse(s.slice(0, 23) + 'Z'))) throw bad();
+        break;
+      case 'Edm.Guid':
+        if (!GUID_TEXT.test(s)) throw bad();
+        break;
+      case 'Edm.Binary':
+        // Strict, as partita copy reads it: the unused bits are zero.
+        if (!BASE64_TEXT.test(s) || btoa(atob(s)) !== s) throw bad();
+        break;
+      default:
+        throw new Error(`property "${name}": unknown type "${type}"`);
+    }
+    if (type !== 'Edm.String' && type !== 'Edm.Int32' && type !== 'Edm.Boolean') body += `,${jsonString(name + '@odata.type')}:"${type}"`;
+    body += `,${jsonString(name)}:${json}`;
+  }
+  return { table: o.table, pk: o.PartitionKey, rk: o.RowKey, body: body + '}' };
+}

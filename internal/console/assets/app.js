@@ -1,6 +1,6 @@
 // partita console: the page's behaviour. Everything it shows comes from
 // the public Table API, signed in this tab (api.js).
-import { Session, ApiError, TYPES, entityProps, encodeProps, keyPath, tableSAS, accountSAS } from './api.js';
+import { Session, ApiError, TYPES, entityProps, encodeProps, keyPath, tableSAS, accountSAS, copyRecord, isCopyRecord, recordBody } from './api.js';
 
 const $ = (id) => document.getElementById(id);
 const STORE = 'partita-console-session';
@@ -329,22 +329,6 @@ async function allResults() {
   return { rows: out, truncated: !!token };
 }
 
-// plain turns parseTyped's {double} markers back into JSON numbers, typed
-// Edm.Double so that a whole value (5.0) is not read back as an Int32.
-function plain(e) {
-  const o = {};
-  for (const [k, v] of Object.entries(e)) {
-    if (k === 'odata.etag' || k === 'odata.metadata') continue;
-    if (v && typeof v === 'object' && 'double' in v) {
-      o[k + '@odata.type'] = 'Edm.Double';
-      o[k] = v.double;
-    } else {
-      o[k] = v;
-    }
-  }
-  return o;
-}
-
 function save(name, type, text) {
   const a = el('a', { href: URL.createObjectURL(new Blob([text], { type })), download: name });
   document.body.append(a);
@@ -355,7 +339,8 @@ function save(name, type, text) {
 async function downloadJSONL() {
   try {
     const { rows, truncated } = await allResults();
-    save(`${cur.table}.jsonl`, 'application/x-ndjson', rows.map((e) => JSON.stringify(plain(e))).join('\n') + (rows.length ? '\n' : ''));
+    // partita copy's records (docs/COPY.md), one per line.
+    save(`${cur.table}.jsonl`, 'application/x-ndjson', rows.map((e) => copyRecord(cur.table, e)).join(''));
     status(`Downloaded ${rows.length} entities${truncated ? ` (stopped at ${MAX_DOWNLOAD})` : ''}`);
   } catch (err) { fail(err); }
 }
@@ -383,29 +368,58 @@ async function downloadCSV() {
   } catch (err) { fail(err); }
 }
 
-// uploadJSONL inserts or replaces one entity per line (the service's JSON
-// form, with @odata.type annotations).
+// MAX_UPLOAD_ERRORS bounds the refused lines the status names.
+const MAX_UPLOAD_ERRORS = 10;
+
+// uploadJSONL inserts or replaces one entity per line into the selected
+// table. A line is a record of `partita copy` (docs/COPY.md), which must
+// name the selected table, or an entity in the service's JSON form (with
+// @odata.type annotations). A line that is not valid, or that the service
+// refuses, is reported with its number and reason and nothing of it is
+// written; the other lines are.
 async function uploadJSONL(ev) {
   const file = ev.target.files[0];
   ev.target.value = '';
   if (!file) return;
   const table = cur.table || $('q-table').value.trim();
-  const lines = (await file.text()).split(/\r?\n/).filter((l) => l.trim());
+  const lines = (await file.text()).split('\n');
+  const total = lines.filter((l) => l.trim()).length;
   let done = 0;
-  try {
-    for (const [i, line] of lines.entries()) {
-      let e;
-      try { e = JSON.parse(line); } catch { throw new Error(`line ${i + 1}: not JSON`); }
-      for (const k of Object.keys(e)) if (k.startsWith('odata.') || k.startsWith('Timestamp')) delete e[k];
-      if (typeof e.PartitionKey !== 'string' || typeof e.RowKey !== 'string') throw new Error(`line ${i + 1}: PartitionKey and RowKey are needed`);
-      await session.request('PUT', keyPath(table, e.PartitionKey, e.RowKey), { body: JSON.stringify(e) });
+  let refused = 0;
+  const reasons = [];
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (!line.trim()) continue;
+    try {
+      let o;
+      try { o = JSON.parse(line); } catch (err) { throw new Error(`not JSON: ${err.message}`); }
+      if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new Error('not a JSON object');
+      let pk, rk, body;
+      if (isCopyRecord(o)) {
+        const r = recordBody(o);
+        if (r.table !== table) throw new Error(`a record of table ${r.table}, not of the selected table ${table}`);
+        ({ pk, rk, body } = r);
+      } else {
+        for (const k of Object.keys(o)) if (k.startsWith('odata.') || k.startsWith('Timestamp')) delete o[k];
+        if (typeof o.PartitionKey !== 'string' || typeof o.RowKey !== 'string') throw new Error('PartitionKey and RowKey are needed');
+        ({ PartitionKey: pk, RowKey: rk } = o);
+        body = JSON.stringify(o);
+      }
+      await session.request('PUT', keyPath(table, pk, rk), { body });
       done++;
-      if (done % 50 === 0) status(`Uploaded ${done} of ${lines.length}…`);
+      if (done % 50 === 0) status(`Uploaded ${done} of ${total}…`);
+    } catch (err) {
+      refused++;
+      if (reasons.length < MAX_UPLOAD_ERRORS) reasons.push(`line ${i + 1}: ${err.message}`);
     }
-    if (!cur.table) cur = { table, query: queryParams(), next: null, page: 0, rows: [] };
-    await loadPage(null);
+  }
+  if (!cur.table) cur = { table, query: queryParams(), next: null, page: 0, rows: [] };
+  try { await loadPage(null); } catch (err) { fail(err); return; }
+  if (refused) {
+    status(`Uploaded ${done} entities; ${refused} ${refused === 1 ? 'line' : 'lines'} not written: ${reasons.join('; ')}${refused > reasons.length ? '; …' : ''}`, true);
+  } else {
     status(`Uploaded ${done} entities`);
-  } catch (err) { fail(new Error(`after ${done} entities: ${err.message}`)); }
+  }
 }
 
 // ---- SAS generator ----
