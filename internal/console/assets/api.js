@@ -128,7 +128,7 @@ export function entityProps(e) {
       type = type || 'Edm.Double';
       text = String(v.double);
     } else if (typeof v === 'number') {
-      type = type || (Number.isInteger(v) && Math.abs(v) < 2 ** 31 ? 'Edm.Int32' : 'Edm.Double');
+      type = type || (Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31 ? 'Edm.Int32' : 'Edm.Double');
       text = String(v);
     } else if (typeof v === 'boolean') {
       type = type || 'Edm.Boolean';
@@ -153,7 +153,7 @@ export function encodeProps(props) {
     switch (type) {
       case 'Edm.String': break;
       case 'Edm.Int32':
-        if (!/^-?\d+$/.test(value.trim()) || Math.abs(Number(value)) > 2 ** 31) throw new Error(`${name}: not an Int32`);
+        if (!/^-?\d+$/.test(value.trim()) || Number(value) < -(2 ** 31) || Number(value) >= 2 ** 31) throw new Error(`${name}: not an Int32`);
         v = Number(value);
         break;
       case 'Edm.Int64':
