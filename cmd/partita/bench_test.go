@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,7 @@ func TestBenchAgainstDoNothingServer(t *testing.T) {
 		"--count", "200", "--concurrency", "4", "--max-ops", "200",
 		"--batch-size", "50", "--warmup", "0", "--duration", "1m",
 		"--entity-size", "100", "--json", "--progress", "none",
+		"--server-pid", strconv.Itoa(os.Getpid()), // the do-nothing server runs in this process
 	}, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
@@ -58,6 +61,15 @@ func TestBenchAgainstDoNothingServer(t *testing.T) {
 		if res.Ops != n || res.Errors != 0 {
 			t.Errorf("%s: %d ops, %d errors (%s); want %d ops, 0 errors", res.Workload, res.Ops, res.Errors, res.FirstError, n)
 		}
+		// The server's CPU per operation, and per entity for the
+		// multi-entity workloads, from its threads' run time in ns.
+		if res.ServerCPUSource == "" || (res.ServerCPUSource == "schedstat" && res.ServerCPUUsPerOp <= 0) {
+			t.Errorf("%s: server CPU %v µs/op from %q, want a reading", res.Workload, res.ServerCPUUsPerOp, res.ServerCPUSource)
+		}
+		multi := res.Workload == "batch" || res.Workload == "range" || strings.HasSuffix(res.Workload, "-scan")
+		if multi != (res.ServerCPUUsPerEntity > 0) && res.ServerCPUSource == "schedstat" {
+			t.Errorf("%s: server CPU per entity %v", res.Workload, res.ServerCPUUsPerEntity)
+		}
 		if res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.P999Ms < res.P99Ms {
 			t.Errorf("%s: latency quantiles %v/%v/%v out of order", res.Workload, res.P50Ms, res.P99Ms, res.P999Ms)
 		}
@@ -73,7 +85,7 @@ func TestBenchAgainstDoNothingServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v", err)
 	}
-	for _, w := range []string{"insert", "get", "ops/s", "p99 ms"} {
+	for _, w := range []string{"insert", "get", "ops/s", "p99 ms", "srv µs/op", "srv µs/entity"} {
 		if !strings.Contains(stdout.String(), w) {
 			t.Errorf("text report lacks %q:\n%s", w, stdout.String())
 		}

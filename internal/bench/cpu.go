@@ -25,6 +25,9 @@ type cpuSnap struct {
 	busy    int64 // non-idle jiffies of the machine, all CPUs
 	total   int64
 	hasProc bool
+	// tasks is the server's run time per thread in ns
+	// (/proc/PID/task/TID/schedstat), nil when unreadable.
+	tasks map[string]int64
 }
 
 // procJiffies returns utime+stime of pid (0 on any error).
@@ -33,8 +36,14 @@ func procJiffies(pid string) int64 {
 	if err != nil {
 		return 0
 	}
+	return parseStatJiffies(string(b))
+}
+
+// parseStatJiffies returns utime+stime of a /proc/PID/stat line: the
+// CPU time of every thread of the process, dead ones included, in
+// USER_HZ ticks (0 when the line does not parse).
+func parseStatJiffies(s string) int64 {
 	// The command name (field 2) may hold spaces; fields after ')' are fixed.
-	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
 		return 0
@@ -82,8 +91,83 @@ func takeCPU(serverPID int) cpuSnap {
 	s.self = procJiffies("self")
 	if serverPID > 0 {
 		s.server = procJiffies(strconv.Itoa(serverPID))
+		s.tasks = taskRunNs(serverPID)
 	}
 	return s
+}
+
+// maxTasks bounds the threads read per snapshot; a server with more is
+// measured in ticks only.
+const maxTasks = 4096
+
+// taskRunNs returns the run time in ns of each thread of pid, from
+// /proc/PID/task/TID/schedstat (nil when unreadable or too many threads).
+func taskRunNs(pid int) map[string]int64 {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) == 0 || len(ents) > maxTasks {
+		return nil
+	}
+	m := make(map[string]int64, len(ents))
+	for _, e := range ents {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		ns, ok := parseSchedstat(string(b))
+		if !ok {
+			return nil
+		}
+		m[e.Name()] = ns
+	}
+	return m
+}
+
+// parseSchedstat returns the first field of a schedstat line: the time
+// the thread spent on a CPU, in ns.
+func parseSchedstat(s string) (int64, bool) {
+	f := strings.Fields(s)
+	if len(f) < 1 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(f[0], 10, 64)
+	return v, err == nil && v >= 0
+}
+
+// serverCPU returns the CPU time the server used between a and b, and
+// how it was measured: "schedstat" (ns, summed over threads) when every
+// thread of a is still there in b, so that no run time was lost with an
+// exited thread; "stat" (10 ms ticks, the whole process) otherwise; ""
+// without a reading.
+func serverCPU(a, b cpuSnap) (time.Duration, string) {
+	if !a.hasProc || !b.hasProc || b.server == 0 {
+		return 0, ""
+	}
+	if a.tasks != nil && b.tasks != nil {
+		var sum int64
+		ok := true
+		for tid, ns1 := range b.tasks {
+			sum += ns1 - a.tasks[tid] // a thread born in between counts whole
+		}
+		for tid := range a.tasks {
+			if _, still := b.tasks[tid]; !still {
+				ok = false
+				break
+			}
+		}
+		if ok && sum >= 0 {
+			return time.Duration(sum), "schedstat"
+		}
+	}
+	return time.Duration(b.server-a.server) * (time.Second / userHZ), "stat"
+}
+
+// perUnit is cpu in µs per n units (0 when n is 0).
+func perUnit(cpu time.Duration, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	return float64(cpu) / float64(time.Microsecond) / float64(n)
 }
 
 // cores returns the average cores busy between a and b: this client, the

@@ -23,15 +23,16 @@ func WriteText(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "concurrency %d, entity %d B, %d partitions, %s, duration %s (+%s warmup), batch %d, range %d rows, %d CPUs, %s\n\n",
 		s.Concurrency, s.EntitySize, s.Partitions, s.CountText(), s.Duration, s.Warmup, s.BatchSize, s.RangeSize, rep.NumCPU, rep.GoVersion)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tops\tops/s\tentities/s\texamined/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\tsecs\tstopped by\tcores cli/srv/all\t")
+	fmt.Fprintln(tw, "workload\tops\tops/s\tentities/s\texamined/s\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\terrors\tsecs\tstopped by\tcores cli/srv/all\tsrv µs/op\tsrv µs/entity\t")
 	for _, r := range rep.Results {
 		ex := "-"
 		if r.Examined > 0 {
 			ex = FormatRate(r.ExaminedPerSec)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%s\t%s\t%s\t%s\t\n",
 			r.Workload, r.Ops, FormatRate(r.OpsPerSec), FormatRate(r.EntitiesPerSec), ex,
-			FormatMs(r.P50Ms), FormatMs(r.P99Ms), FormatMs(r.P999Ms), FormatMs(r.MaxMs), r.Errors, r.Seconds, r.StoppedBy, FormatCores(&r))
+			FormatMs(r.P50Ms), FormatMs(r.P99Ms), FormatMs(r.P999Ms), FormatMs(r.MaxMs), r.Errors, r.Seconds, r.StoppedBy, FormatCores(&r),
+			FormatUs(r.ServerCPUUsPerOp), FormatUs(r.ServerCPUUsPerEntity))
 	}
 	tw.Flush()
 	for _, r := range rep.Results {
@@ -59,6 +60,15 @@ func FormatCores(r *Result) string {
 		srv = fmt.Sprintf("%.2f", r.CPUServer)
 	}
 	return fmt.Sprintf("%.2f / %s / %.2f", r.CPUClient, srv, r.CPUMachine)
+}
+
+// FormatUs prints a CPU time in µs with 3 significant digits or so, "-"
+// for none.
+func FormatUs(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return FormatRate(v)
 }
 
 // FormatRate prints a rate with 3 significant digits or so.

@@ -302,7 +302,16 @@ type Result struct {
 	CPUClient  float64 `json:"cpu_client,omitempty"`
 	CPUServer  float64 `json:"cpu_server,omitempty"`
 	CPUMachine float64 `json:"cpu_machine,omitempty"`
-	Note       string  `json:"note,omitempty"`
+	// The server's CPU time (all threads) during the measured part, with
+	// --server-pid: in total, in µs per operation answered (errors too),
+	// and in µs per entity (written by batch, returned by range, examined
+	// by the scans). The source is "schedstat" (ns) or "stat" (10 ms
+	// ticks).
+	ServerCPUSeconds     float64 `json:"server_cpu_seconds,omitempty"`
+	ServerCPUUsPerOp     float64 `json:"server_cpu_us_per_op,omitempty"`
+	ServerCPUUsPerEntity float64 `json:"server_cpu_us_per_entity,omitempty"`
+	ServerCPUSource      string  `json:"server_cpu_source,omitempty"`
+	Note                 string  `json:"note,omitempty"`
 }
 
 // Run sets up the table, runs cfg.Workloads in order and cleans up.
@@ -609,6 +618,7 @@ func (r *Runner) runWorkload(ctx context.Context, name string, limit uint64, dur
 	cpuTimer.Stop() // if it never fired, the window is the whole run
 	cpuMu.Lock()
 	res.CPUClient, res.CPUServer, res.CPUMachine = cores(cpu0, cpu1)
+	srvCPU, srvSrc := serverCPU(cpu0, cpu1)
 	cpuMu.Unlock()
 	if !setup {
 		r.prog.end()
@@ -658,6 +668,16 @@ func (r *Runner) runWorkload(ctx context.Context, name string, limit uint64, dur
 		res.OpsPerSec = float64(res.Ops) / res.Seconds
 		res.EntitiesPerSec = float64(res.Entities) / res.Seconds
 		res.ExaminedPerSec = float64(res.Examined) / res.Seconds
+	}
+	if srvSrc != "" {
+		res.ServerCPUSeconds, res.ServerCPUSource = srvCPU.Seconds(), srvSrc
+		res.ServerCPUUsPerOp = perUnit(srvCPU, res.Ops+res.Errors)
+		switch name {
+		case "batch", "load", "range":
+			res.ServerCPUUsPerEntity = perUnit(srvCPU, res.Entities)
+		case "partition-scan", "table-scan":
+			res.ServerCPUUsPerEntity = perUnit(srvCPU, res.Examined)
+		}
 	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	res.P50Ms, res.P90Ms, res.P99Ms, res.P999Ms = ms(h.Quantile(0.5)), ms(h.Quantile(0.9)), ms(h.Quantile(0.99)), ms(h.Quantile(0.999))

@@ -109,6 +109,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
+// cpuSection prints the CPU table after a blank line, when there is one.
+func cpuSection(w io.Writer, rounds []Round) {
+	var b strings.Builder
+	CPUTable(&b, rounds)
+	if b.Len() > 0 {
+		fmt.Fprintln(w)
+		io.WriteString(w, b.String())
+	}
+}
+
 // compareReports prints the comparison of the --compare spec's reports.
 func compareReports(spec string, stdout io.Writer) error {
 	var rounds []Round
@@ -155,10 +165,12 @@ func compareReports(spec string, stdout io.Writer) error {
 		Compare(stdout, r.Partita, r.Null, r.Azurite)
 		fmt.Fprintln(stdout)
 		Targets(stdout, rounds)
+		cpuSection(stdout, rounds)
 		return nil
 	}
 	Targets(stdout, rounds)
 	fmt.Fprintln(stdout)
 	Spread(stdout, rounds)
+	cpuSection(stdout, rounds)
 	return nil
 }
