@@ -88,17 +88,7 @@ func TestStore_MapsBoundedByLiveTables(t *testing.T) {
 // forgets its hint of a table that another front end dropped as soon as a
 // request finds it missing.
 func TestStore_SharedHintDroppedWithTable(t *testing.T) {
-	db := memkv.New()
-	a, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoFrontEnds(t)
 	if _, err := a.CreateTable(ctx, "acct", "gone"); err != nil {
 		t.Fatal(err)
 	}
@@ -161,17 +151,7 @@ func TestStore_WriteBatchEntityGroupRules(t *testing.T) {
 // named again here, so nothing removes their hints one by one; the hints
 // stay bounded all the same.
 func TestStore_SharedHintsBounded(t *testing.T) {
-	db := memkv.New()
-	a, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := twoFrontEnds(t)
 	e := &partita.Entity{PartitionKey: "p", RowKey: "r"}
 	for i := 0; i < tablestore.MaxHints+100; i++ {
 		name := fmt.Sprintf("tbl%d", i)
@@ -188,4 +168,21 @@ func TestStore_SharedHintsBounded(t *testing.T) {
 	if _, _, hints := tablestore.MapSizes(a); hints > tablestore.MaxHints {
 		t.Fatalf("%d hints of tables dropped elsewhere, want at most %d", hints, tablestore.MaxHints)
 	}
+}
+
+// twoFrontEnds opens two shared-mode Stores over one memkv database, as two
+// front ends over one PostgreSQL database would be; both close at the end
+// of the test.
+func twoFrontEnds(t *testing.T) (a, b *tablestore.Store) {
+	t.Helper()
+	db := memkv.New()
+	for _, s := range []**tablestore.Store{&a, &b} {
+		st, err := tablestore.Open(ctx, db, tablestore.Options{Shared: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		*s = st
+	}
+	return a, b
 }
