@@ -16,7 +16,7 @@ func (s *Server) preauthorize(r *http.Request, rc *reqCtx) error {
 	if rc.sas == nil {
 		return nil // an account key may do anything
 	}
-	res, err := parseResource(rc.resource)
+	res, err := rc.resourceOf()
 	if err != nil {
 		return nil
 	}

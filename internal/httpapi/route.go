@@ -195,9 +195,18 @@ func readLiteral(s string) (string, string, bool) {
 	return "", "", false
 }
 
+// resourceOf parses the request's resource path, once per request.
+func (rc *reqCtx) resourceOf() (resource, error) {
+	if !rc.hasParsed {
+		rc.parsed, rc.parsedErr = parseResource(rc.resource)
+		rc.hasParsed = true
+	}
+	return rc.parsed, rc.parsedErr
+}
+
 // route dispatches on the resource and method.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
-	res, err := parseResource(rc.resource)
+	res, err := rc.resourceOf()
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,11 @@ type reqCtx struct {
 	sas *auth.SAS
 	// secondary is set when the request addressed the -secondary endpoint.
 	secondary bool
+	// parsed is resource parsed (resourceOf), once for preauthorize and
+	// route alike.
+	parsed    resource
+	parsedErr error
+	hasParsed bool
 	// bodyPending is set while an HTTP/1 request has a body that was not
 	// read to its end; an error response then closes the connection, so
 	// that net/http does not read what the handler refused.
