@@ -232,6 +232,11 @@ func claim(dir string) error {
 // the part of dir that exists.
 func under(root, dir string) error {
 	r, err := filepath.EvalSymlinks(root)
+	if err == nil {
+		// A relative root (--backup-root) is the server's working
+		// directory's; dir is absolute, and Rel of the two would fail.
+		r, err = filepath.Abs(r)
+	}
 	if err != nil {
 		return fmt.Errorf("the backup root %s: %v", root, err)
 	}

@@ -79,3 +79,22 @@ func TestReadyz(t *testing.T) {
 		t.Errorf("healthz: %d", code)
 	}
 }
+
+// TestBackupRootRelative: a relative --backup-root is the server's working
+// directory's, and a backup under it is written.
+func TestBackupRootRelative(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	if err := os.Mkdir("backups", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newAdmin(t, "backups")
+	code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"`+filepath.Join(wd, "backups", "b")+`"}`)
+	if code != http.StatusOK {
+		t.Errorf("backup under a relative root: %d %s", code, body)
+	}
+	code, body = do(t, "POST", srv.URL+"/backup", `{"dir":"`+filepath.Join(wd, "b")+`"}`)
+	if code != http.StatusForbidden {
+		t.Errorf("backup outside a relative root: %d %s, want 403", code, body)
+	}
+}

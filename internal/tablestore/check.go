@@ -13,13 +13,6 @@ import (
 	"github.com/partita/partita/internal/kv"
 )
 
-// nsMeta holds the store's own records: the next table id (nextIDKey) and
-// the readiness probe (probeKey).
-const nsMeta = 0x02
-
-// probeKey is written by Probe: a synced write that touches no table.
-var probeKey = []byte{nsMeta, 'p', 'r', 'o', 'b', 'e'}
-
 // Probe reads the catalog's next table id and writes the probe record, so
 // it succeeds only when the store answers a real read and a durable write
 // (a readiness check).

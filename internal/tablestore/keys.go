@@ -47,14 +47,17 @@ import (
 // mapping is reversible for every valid key.
 const (
 	nsCatalog    = 0x01
-	nsNextID     = 0x02
+	nsMeta       = 0x02
 	nsEntities   = 0x03
 	nsACL        = 0x04
 	nsProperties = 0x05
 )
 
 // nextIDKey holds the next table id.
-var nextIDKey = []byte{nsNextID, 'n', 'e', 'x', 't', 'i', 'd'}
+var nextIDKey = []byte{nsMeta, 'n', 'e', 'x', 't', 'i', 'd'}
+
+// probeKey is written by Probe: a synced write that touches no table.
+var probeKey = []byte{nsMeta, 'p', 'r', 'o', 'b', 'e'}
 
 var errBadKey = errors.New("tablestore: malformed entity key")
 

@@ -97,7 +97,8 @@ func TestKeyNamespaces(t *testing.T) {
 		ns   byte
 	}{
 		{"catalog", catalogKey("acct", "tbl"), nsCatalog},
-		{"next id", nextIDKey, nsNextID},
+		{"next id", nextIDKey, nsMeta},
+		{"probe", probeKey, nsMeta},
 		{"entity", entityKey(nil, 7, "p", "r"), nsEntities},
 		{"ACL", aclKey(7), nsACL},
 		{"properties", propertiesKey("acct"), nsProperties},
@@ -107,7 +108,7 @@ func TestKeyNamespaces(t *testing.T) {
 		}
 	}
 	seen := map[byte]bool{}
-	for _, ns := range []byte{nsCatalog, nsNextID, nsEntities, nsACL, nsProperties} {
+	for _, ns := range []byte{nsCatalog, nsMeta, nsEntities, nsACL, nsProperties} {
 		if seen[ns] {
 			t.Errorf("namespace %#x declared twice", ns)
 		}

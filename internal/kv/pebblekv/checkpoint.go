@@ -52,7 +52,7 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 }
 
 // clearWALDir empties the wal_dir option of the OPTIONS files in dir,
-// atomically (a new file renamed over the old one, then synced).
+// atomically (replaceFile).
 func clearWALDir(dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "OPTIONS-*"))
 	if err != nil {
@@ -70,30 +70,9 @@ func clearWALDir(dir string) error {
 				lines[i] = append(bytes.Clone(indent), "wal_dir="...)
 			}
 		}
-		tmp := name + ".tmp"
-		f, err := os.Create(tmp)
-		if err != nil {
-			return err
-		}
-		_, err = f.Write(bytes.Join(lines, []byte("\n")))
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp, name)
-		}
-		if err != nil {
-			os.Remove(tmp)
+		if err := replaceFile(vfs.Default, dir, name, bytes.Join(lines, []byte("\n"))); err != nil {
 			return err
 		}
 	}
-	df, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer df.Close()
-	return df.Sync()
+	return nil
 }

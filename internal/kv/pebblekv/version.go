@@ -82,12 +82,21 @@ func writeStoreVersion(fsys vfs.FS, dir string) error {
 			return nil
 		}
 	}
+	if err := replaceFile(fsys, dir, name, []byte(want)); err != nil {
+		return fmt.Errorf("pebblekv: write store version: %w", err)
+	}
+	return nil
+}
+
+// replaceFile writes data to the file name in dir atomically: a temporary
+// file, synced, renamed over name, and dir synced.
+func replaceFile(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := name + ".tmp"
 	f, err := fsys.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return fmt.Errorf("pebblekv: write store version: %w", err)
+		return err
 	}
-	_, err = io.WriteString(f, want)
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -97,15 +106,15 @@ func writeStoreVersion(fsys vfs.FS, dir string) error {
 	if err == nil {
 		err = fsys.Rename(tmp, name)
 	}
-	if err == nil {
-		var d vfs.File
-		if d, err = fsys.OpenDir(dir); err == nil {
-			err = d.Sync()
-			d.Close()
-		}
-	}
 	if err != nil {
-		return fmt.Errorf("pebblekv: write store version: %w", err)
+		fsys.Remove(tmp)
+		return err
 	}
-	return nil
+	d, err := fsys.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	d.Close()
+	return err
 }
