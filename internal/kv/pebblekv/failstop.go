@@ -154,6 +154,16 @@ func openPebble(dir string, po *pebble.Options, f *fataler) (*pebble.DB, error) 
 	}()
 	select {
 	case r := <-done:
+		if r.err == nil {
+			// A background error Pebble hit while Open was still
+			// running went to openFailed, and the goroutine that hit it
+			// is parked: the store cannot go on, whatever Open says.
+			select {
+			case err := <-f.openFailed:
+				return nil, fmt.Errorf("%w: %w", ErrCannotRecover, err)
+			default:
+			}
+		}
 		return r.db, r.err
 	case err := <-f.openFailed:
 		select {
