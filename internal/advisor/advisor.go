@@ -399,21 +399,23 @@ func (a *Advisor) QueryAt(at time.Time, account, table string, class, examined, 
 	t.noteSize(sl.key, sl.n)
 }
 
-// noteSize keeps the largest partitions seen; t.mu is held.
+// noteSize keeps the largest partitions seen; t.mu is held. pk is a
+// scan slot's key, already clipped and owned.
 func (t *table) noteSize(pk string, n int64) {
 	for i := range t.largest {
 		if t.largest[i].pk == pk {
-			if n > t.largest[i].n {
-				t.largest[i].n = n
+			if n <= t.largest[i].n {
+				return
 			}
+			t.largest[i].n = n
 			sort.Slice(t.largest, func(i, j int) bool { return t.largest[i].n > t.largest[j].n })
 			return
 		}
 	}
 	if len(t.largest) < 8 {
-		t.largest = append(t.largest, partSize{clip(pk), n})
+		t.largest = append(t.largest, partSize{pk, n})
 	} else if n > t.largest[len(t.largest)-1].n {
-		t.largest[len(t.largest)-1] = partSize{clip(pk), n}
+		t.largest[len(t.largest)-1] = partSize{pk, n}
 	} else {
 		return
 	}

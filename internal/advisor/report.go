@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -183,7 +184,7 @@ func (a *Advisor) window0() float64 { return (a.o.Bucket * time.Duration(a.o.Buc
 func (a *Advisor) findings(account string) Report {
 	now := a.o.Now()
 	ts := a.snapshot(account)
-	r := Report{WindowSeconds: (a.o.Bucket * time.Duration(a.o.Buckets)).Seconds(), Tables: len(ts), Findings: []Finding{}}
+	r := Report{WindowSeconds: a.window0(), Tables: len(ts), Findings: []Finding{}}
 	for _, t := range ts {
 		t.mu.Lock()
 		w := a.window(t, now)
@@ -357,7 +358,7 @@ func (a *Advisor) Handler() http.Handler {
 		}
 		var v any
 		switch {
-		case len(r.URL.Path) >= 5 && r.URL.Path[len(r.URL.Path)-5:] == "/heat":
+		case strings.HasSuffix(r.URL.Path, "/heat"):
 			v = a.HeatMap()
 		default:
 			v = a.Findings()

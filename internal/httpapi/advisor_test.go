@@ -3,12 +3,15 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/partita/partita/internal/advisor"
+	"github.com/partita/partita/internal/changeset"
 )
 
 // findings reads the advisor's JSON as a client of /advisor does.
@@ -85,5 +88,39 @@ func TestAdvisor_FromRequests(t *testing.T) {
 	}
 	if f := findings(t, a)["table-scan scan"]; f.Evidence["examined"] != 1500 || f.Evidence["returned"] != 10 {
 		t.Errorf("table scan evidence: %v", f.Evidence)
+	}
+}
+
+// TestAdvisor_BatchLargeEntity checks that an entity near the size limit
+// is seen in a changeset too, where each operation's own body (not the
+// batch's) decides whether its size is computed.
+func TestAdvisor_BatchLargeEntity(t *testing.T) {
+	a := advisor.New(advisor.Options{})
+	s := obsServer(t, Options{Advisor: a})
+	wantStatus(t, do(t, s, "POST", "", "/Tables", map[string]string{"Prefer": "return-no-content"}, []byte(`{"TableName":"big"}`)), 204)
+	var big strings.Builder
+	big.WriteString(`{"PartitionKey":"p","RowKey":"r1"`)
+	for i := 0; i < 16; i++ {
+		fmt.Fprintf(&big, `,"B%02d":"%s"`, i, strings.Repeat("a", 30000))
+	}
+	big.WriteString("}")
+	reqs := []changeset.Request{}
+	for _, ent := range []string{big.String(), `{"PartitionKey":"p","RowKey":"r2"}`} {
+		reqs = append(reqs, changeset.Request{
+			Method: http.MethodPost,
+			Target: "http://127.0.0.1:10002/devstoreaccount1/big",
+			Header: http.Header{"Content-Type": {"application/json"}, "Prefer": {"return-no-content"}, "Content-Length": {strconv.Itoa(len(ent))}},
+			Body:   []byte(ent),
+		})
+	}
+	body := changeset.AppendRequest(nil, "batch_1", "changeset_1", &changeset.Batch{Requests: reqs, Changeset: true})
+	w := do(t, s, "POST", "", "/$batch", map[string]string{"Content-Type": changeset.ContentType("batch_1")}, body)
+	wantStatus(t, w, 202)
+	if strings.Contains(w.Body.String(), "odata.error") {
+		t.Fatalf("batch: %s", w.Body)
+	}
+	f, ok := findings(t, a)["large-entity big"]
+	if !ok || f.PartitionKey != "p" || f.Evidence["entities"] != 1 {
+		t.Fatalf("large-entity big: %v %+v", ok, f)
 	}
 }

@@ -116,7 +116,9 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	if s.advisor != nil {
 		for i := range ops {
 			e := ops[i].op.Entity
-			s.advisor.WriteAt(rc.start, rc.account, ops[i].table, e.PartitionKey, e.RowKey, addsKey(ops[i].op.Kind), s.entitySize(len(body), e))
+			// The operation's own body, not the batch's: a large batch of
+			// small entities needs no entity sized.
+			s.advisor.WriteAt(rc.start, rc.account, ops[i].table, e.PartitionKey, e.RowKey, addsKey(ops[i].op.Kind), s.entitySize(len(b.Requests[i].Body), e))
 		}
 	}
 	resps := make([]changeset.Response, len(ops))
