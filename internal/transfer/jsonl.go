@@ -210,8 +210,10 @@ func appendRequestEntity(b []byte, e *partita.Entity) []byte {
 		switch p.Value.Type {
 		case edm.Int64, edm.Double, edm.DateTime, edm.Guid, edm.Binary:
 			b = append(b, ',')
-			b = wire.AppendString(b, p.Name+"@odata.type")
-			b = append(b, ":\""...)
+			// The name's JSON string with "@odata.type" inside its quotes,
+			// without building the concatenated name.
+			b = wire.AppendString(b, p.Name)
+			b = append(b[:len(b)-1], `@odata.type":"`...)
 			b = append(b, p.Value.Type.String()...)
 			b = append(b, '"')
 		}
