@@ -57,9 +57,14 @@ func openCheckpoint(path string, o Options) (*checkpoint, error) {
 	cp := &checkpoint{path: path, s: cpState{Job: jobID(o), Tables: map[string]*cpTable{}}}
 	// A kill between writing a temporary file and renaming it leaves the
 	// temporary file behind; the checkpoint itself is whole either way.
-	if stale, _ := filepath.Glob(path + ".tmp*"); len(stale) > 0 {
-		for _, f := range stale {
-			os.Remove(f)
+	// Matched by prefix, not with filepath.Glob: a path with *, ? or [
+	// would make a pattern that removes other files.
+	if ents, err := os.ReadDir(filepath.Dir(path)); err == nil {
+		prefix := filepath.Base(path) + ".tmp"
+		for _, e := range ents {
+			if !e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+				os.Remove(filepath.Join(filepath.Dir(path), e.Name()))
+			}
 		}
 	}
 	b, err := os.ReadFile(path)

@@ -504,7 +504,7 @@ files:
 		}
 		cur.Store(lr.counted)
 		for ctx2.Err() == nil {
-			rec, _, err := lr.next()
+			rec, err := lr.next()
 			if err == io.EOF {
 				break
 			}

@@ -435,23 +435,11 @@ func (c *client) ListTables(ctx context.Context) ([]string, error) {
 		for _, t := range v.Value {
 			names = append(names, t.TableName)
 		}
-		next = headerCI(resp.header, "x-ms-continuation-NextTableName")
+		next = resp.header.Get("x-ms-continuation-NextTableName")
 		if next == "" {
 			return names, nil
 		}
 	}
-}
-
-func headerCI(h http.Header, name string) string {
-	if v := h.Get(name); v != "" {
-		return v
-	}
-	for k, v := range h {
-		if strings.EqualFold(k, name) && len(v) > 0 {
-			return v[0]
-		}
-	}
-	return ""
 }
 
 // CreateTable creates name; an existing table is fine.

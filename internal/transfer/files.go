@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"crypto/rand"
 	"encoding/hex"
@@ -108,29 +109,27 @@ func openLines(path string) (*lineReader, error) {
 var ErrMalformed = errors.New("malformed JSONL")
 
 // next returns the next record, or io.EOF. Blank lines are skipped.
-func (lr *lineReader) next() (Record, int, error) {
+func (lr *lineReader) next() (Record, error) {
 	for {
 		line, err := lr.br.ReadBytes('\n')
-		if len(line) == 0 && err != nil {
-			if err == io.EOF {
-				return Record{}, 0, io.EOF
-			}
-			return Record{}, 0, fmt.Errorf("source: %s: %w", lr.path, err)
+		if len(line) == 0 && err == io.EOF {
+			return Record{}, io.EOF
+		}
+		if err != nil && err != io.EOF {
+			return Record{}, fmt.Errorf("source: %s: %w", lr.path, err)
 		}
 		lr.line++
-		n := len(line)
-		if err == io.ErrUnexpectedEOF || err != nil && err != io.EOF {
-			return Record{}, 0, fmt.Errorf("source: %s: %w", lr.path, err)
-		}
-		trimmed := strings.TrimRight(string(line), "\r\n")
-		if strings.TrimSpace(trimmed) == "" {
+		// ReadBytes returns a fresh slice, and DecodeRecord copies what it
+		// keeps: the line is read in place.
+		line = bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		rec, derr := DecodeRecord([]byte(trimmed))
+		rec, derr := DecodeRecord(line)
 		if derr != nil {
-			return Record{}, 0, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
+			return Record{}, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
 		}
-		return rec, n, nil
+		return rec, nil
 	}
 }
 

@@ -109,6 +109,12 @@ func DecodeRecord(line []byte) (Record, error) {
 		return Record{}, errors.New(`missing "RowKey"`)
 	}
 	e := &partita.Entity{PartitionKey: *j.PartitionKey, RowKey: *j.RowKey, Properties: make([]partita.Property, 0, len(j.Props))}
+	// A line may hold any number of properties: past a few, find repeated
+	// names with a set, not by comparing every pair.
+	var seen map[string]bool
+	if len(j.Props) > 32 {
+		seen = make(map[string]bool, len(j.Props))
+	}
 	for i, p := range j.Props {
 		if len(p) != 3 {
 			return Record{}, fmt.Errorf("property %d is not [name, type, value]", i)
@@ -120,10 +126,16 @@ func DecodeRecord(line []byte) (Record, error) {
 		case partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
 			return Record{}, fmt.Errorf("property %q is a system property", name)
 		}
-		for _, q := range e.Properties {
-			if q.Name == name {
-				return Record{}, fmt.Errorf("property %q appears twice", name)
+		dup := seen[name]
+		if seen != nil {
+			seen[name] = true
+		} else {
+			for _, q := range e.Properties {
+				dup = dup || q.Name == name
 			}
+		}
+		if dup {
+			return Record{}, fmt.Errorf("property %q appears twice", name)
 		}
 		v, err := parseValueText(p[1], p[2])
 		if err != nil {
@@ -210,8 +222,10 @@ func appendRequestEntity(b []byte, e *partita.Entity) []byte {
 		switch p.Value.Type {
 		case edm.Int64, edm.Double, edm.DateTime, edm.Guid, edm.Binary:
 			b = append(b, ',')
-			b = wire.AppendString(b, p.Name+"@odata.type")
-			b = append(b, ":\""...)
+			// The name's JSON string with "@odata.type" inside its quotes,
+			// without building the concatenated name.
+			b = wire.AppendString(b, p.Name)
+			b = append(b[:len(b)-1], `@odata.type":"`...)
 			b = append(b, p.Value.Type.String()...)
 			b = append(b, '"')
 		}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -114,6 +115,19 @@ func TestDecodeRecordErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("DecodeRecord(%s) = %v, want an error with %q", c.line, err, c.want)
 		}
+	}
+	// Past 32 properties repeated names are found with a set.
+	var props []string
+	for i := range 40 {
+		props = append(props, fmt.Sprintf(`["P%d","Edm.Int32","1"]`, i))
+	}
+	props = append(props, `["P7","Edm.Int32","2"]`)
+	line := `{"table":"t","PartitionKey":"p","RowKey":"r","props":[` + strings.Join(props, ",") + `]}`
+	if _, err := DecodeRecord([]byte(line)); err == nil || !strings.Contains(err.Error(), `"P7" appears twice`) {
+		t.Errorf("DecodeRecord with 41 properties, one repeated = %v", err)
+	}
+	if _, err := DecodeRecord([]byte(strings.Replace(line, `["P7","Edm.Int32","2"]`, `["P40","Edm.Int32","2"]`, 1))); err != nil {
+		t.Errorf("DecodeRecord with 41 distinct properties: %v", err)
 	}
 }
 

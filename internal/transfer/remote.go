@@ -84,8 +84,8 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 		}
 		p.entities = append(p.entities, e)
 	}
-	p.nextPK = headerCI(resp.header, "x-ms-continuation-NextPartitionKey")
-	p.nextRK = headerCI(resp.header, "x-ms-continuation-NextRowKey")
+	p.nextPK = resp.header.Get("x-ms-continuation-NextPartitionKey")
+	p.nextRK = resp.header.Get("x-ms-continuation-NextRowKey")
 	return p, nil
 }
 

@@ -164,7 +164,7 @@ func eachRecord(files []string, fn func(file string, rec Record) error) error {
 			return err
 		}
 		for {
-			rec, _, err := lr.next()
+			rec, err := lr.next()
 			if err == io.EOF {
 				break
 			}
