@@ -363,12 +363,20 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	// A query page holds at most 1,000 entities of at most 1 MiB each in
+	// their JSON form; a body beyond maxResponse is not a Table service's.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
 		return nil, err
 	}
+	if len(body) > maxResponse {
+		return nil, fmt.Errorf("%s %s: the response is larger than %d MiB", r.method, r.path, maxResponse>>20)
+	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: body}, nil
 }
+
+// maxResponse bounds a response body read into memory.
+const maxResponse = 1 << 30
 
 func (c *client) fail(r *request, resp *response) *ServiceError {
 	return parseError(c.side, r.method, r.path, resp.status, resp.body)

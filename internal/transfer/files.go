@@ -108,10 +108,30 @@ func openLines(path string) (*lineReader, error) {
 // ErrMalformed wraps every malformed-line error (with file and line).
 var ErrMalformed = errors.New("malformed JSONL")
 
+// maxLine bounds one JSONL line: an entity is at most 1 MiB as the
+// service counts it, which its record's escaped text stays well within.
+const maxLine = 16 << 20
+
+// readLine is ReadBytes('\n') that refuses a line longer than maxLine
+// instead of reading a file without newlines whole into memory.
+func (lr *lineReader) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := lr.br.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > maxLine {
+			return nil, fmt.Errorf("%w: %s:%d: a line longer than %d MiB", ErrMalformed, lr.path, lr.line+1, maxLine>>20)
+		}
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
+}
+
 // next returns the next record, or io.EOF. Blank lines are skipped.
 func (lr *lineReader) next() (Record, error) {
 	for {
-		line, err := lr.br.ReadBytes('\n')
+		line, err := lr.readLine()
 		if len(line) == 0 && err == io.EOF {
 			return Record{}, io.EOF
 		}

@@ -3,8 +3,11 @@ package transfer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -242,5 +245,23 @@ func TestParseEndpoint(t *testing.T) {
 		if _, err := ParseEndpoint(bad); err == nil {
 			t.Errorf("ParseEndpoint(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestLineTooLong: a file with a line over maxLine (here: no newline at
+// all) is refused as malformed, naming the line, instead of being read
+// whole into memory.
+func TestLineTooLong(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), maxLine+2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lr, err := openLines(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr.close()
+	if _, err := lr.next(); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), ":1: a line longer than") {
+		t.Fatalf("next: %v, want ErrMalformed for line 1", err)
 	}
 }
