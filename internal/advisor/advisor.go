@@ -176,7 +176,7 @@ type bucket struct {
 // table finds or makes the state of a table, dropping the least recently
 // used one when MaxTables are tracked.
 func (a *Advisor) table(account, name string, now int64) *table {
-	id := tableID{account, name}
+	id := tableID{account, foldName(name)}
 	if t := (*a.tables.Load())[id]; t != nil {
 		if now-t.used.Load() > int64(time.Second) { // the LRU needs no finer clock
 			t.used.Store(now)
@@ -203,11 +203,24 @@ func (a *Advisor) table(account, name string, now int64) *table {
 		}
 		delete(next, oldID)
 	}
-	t := &table{id: tableID{strings.Clone(account), strings.Clone(name)}, ring: make([]bucket, a.o.Buckets)}
+	t := &table{id: tableID{strings.Clone(account), strings.Clone(id.table)}, ring: make([]bucket, a.o.Buckets)}
 	t.used.Store(now)
 	next[t.id] = t
 	a.tables.Store(&next)
 	return t
+}
+
+// foldName is a table name as the store keys it: table names are
+// case-insensitive, so "Orders" and "orders" are one table here too, and
+// a client cannot split a table's figures (or crowd out other tables) by
+// varying the case. Names are ASCII letters and digits.
+func foldName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			return strings.ToLower(name)
+		}
+	}
+	return name
 }
 
 // bucket is the current bucket of t at now (unix nanoseconds); t.mu is

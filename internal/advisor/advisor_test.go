@@ -274,3 +274,21 @@ func TestAdvisor_Concurrent(t *testing.T) {
 		t.Errorf("tables tracked: %d, want at most 4", n)
 	}
 }
+
+// TestAdvisor_TableNamesFoldCase: table names are case-insensitive, so the
+// writes a client sends to "T" and "t" are one table's, and
+// varying the case adds no table.
+func TestAdvisor_TableNamesFoldCase(t *testing.T) {
+	a, _ := newTest(Options{})
+	for i := 0; i < 300; i++ {
+		name := []string{"T", "t", "T"}[i%3]
+		a.Write("acct", name, "hot", fmt.Sprintf("r%06d", 1000-i), true, 100) // decreasing RowKeys: no append finding
+	}
+	if n := a.Tables(); n != 1 {
+		t.Fatalf("tables tracked: %d, want 1", n)
+	}
+	f := only(t, a, KindHotPartition)
+	if f.Table != "t" || f.Evidence["writes"] != 300 {
+		t.Errorf("hot partition finding: %+v", f)
+	}
+}
