@@ -59,8 +59,6 @@ type Config struct {
 	MinFreeMB int64
 	// WALDir, when set, holds Pebble's write-ahead log instead of Data.
 	WALDir string
-	// WALMinSyncInterval is the least time between two WAL syncs.
-	WALMinSyncInterval time.Duration
 	// ReadHeaderTimeout and IdleTimeout bound slow and idle clients.
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// MaxInFlight and QueueWait bound concurrent requests (overload → 503).
@@ -166,7 +164,6 @@ func serveFlags(c *Config) []flagDef {
 		{"idle-timeout", "", &c.IdleTimeout, 2 * time.Minute, "an idle keep-alive connection is closed after this time"},
 		{"cache-mb", "", &c.CacheMB, int64(64), "with --store pebble: Pebble's block cache (MiB); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64"},
 		{"wal-dir", "PARTITA_WAL_DIR", &c.WALDir, envOr("PARTITA_WAL_DIR", ""), "with --store pebble: keep the write-ahead log in this directory, e.g. on a faster device of its own (every durable write waits for its sync); default beside the data. The store remembers the path and will not open with another one"},
-		{"wal-min-sync-interval", "", &c.WALMinSyncInterval, time.Duration(0), "with --store pebble: the least time between two syncs of the write-ahead log; concurrent writes that arrive within it share the next sync (each is still acknowledged only after it); 0 syncs at once"},
 		{"min-free-mb", "", &c.MinFreeMB, int64(128), "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables"},
 		{"shutdown-timeout", "", &c.ShutdownTimeout, 10 * time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case"},
 		{"pprof", "PARTITA_PPROF", &c.PprofAddr, envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default"},
@@ -285,12 +282,6 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shar
 	if c.WALDir != "" && c.Store != "pebble" {
 		return nil, false, fmt.Errorf("--wal-dir %q: only the embedded engine (--store pebble) has a write-ahead log of partita's", c.WALDir)
 	}
-	if c.WALMinSyncInterval < 0 {
-		return nil, false, fmt.Errorf("--wal-min-sync-interval %v: must not be negative", c.WALMinSyncInterval)
-	}
-	if c.WALMinSyncInterval != 0 && c.Store != "pebble" {
-		return nil, false, fmt.Errorf("--wal-min-sync-interval %v: only the embedded engine (--store pebble) has a write-ahead log of partita's", c.WALMinSyncInterval)
-	}
 	switch c.Store {
 	case "pebble":
 		if err := os.MkdirAll(c.Data, 0o755); err != nil {
@@ -309,7 +300,7 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shar
 				return nil, false, err
 			}
 		}
-		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir, WALMinSyncInterval: c.WALMinSyncInterval})
+		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
 		if err != nil {
 			return nil, false, err
 		}

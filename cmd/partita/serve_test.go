@@ -81,20 +81,6 @@ func TestServeWALDirNeedsPebble(t *testing.T) {
 	}
 }
 
-// TestServeWALMinSyncIntervalChecked: --wal-min-sync-interval needs the
-// embedded engine's WAL and a duration that is not negative.
-func TestServeWALMinSyncIntervalChecked(t *testing.T) {
-	for _, args := range [][]string{
-		{"--store", "mem", "--wal-min-sync-interval", "100us"},
-		{"--data", t.TempDir(), "--wal-min-sync-interval", "-1ms"},
-	} {
-		err := run(t.Context(), append(append([]string{"serve"}, args...), "--addr", "127.0.0.1:0", "--admin-addr", ""), io.Discard, io.Discard)
-		if err == nil || !strings.Contains(err.Error(), "--wal-min-sync-interval") {
-			t.Errorf("serve %v: %v, want an error naming --wal-min-sync-interval", args, err)
-		}
-	}
-}
-
 // TestServeFlagsInREADME: README.md's flag table and the flags table of
 // `partita serve` name the same flags, each with the same environment
 // variables, so that the two cannot drift apart.

@@ -34,12 +34,6 @@ type Options struct {
 	Logger *slog.Logger
 	// NoSync skips the WAL sync on commit (tests and benchmarks only).
 	NoSync bool
-	// WALMinSyncInterval is the least time between two syncs of the WAL
-	// (Pebble's Options.WALMinSyncInterval; 0, the default, syncs as soon
-	// as a commit asks). Commits that arrive within it wait and share the
-	// next sync, so fewer syncs serve concurrent writers; a commit still
-	// returns only after a sync that covers it.
-	WALMinSyncInterval time.Duration
 	// MinFreeBytes is the free disk space below which writes are refused
 	// with kv.ErrUnavailable (clients see 503 ServerBusy and retry) instead
 	// of running the disk full, which Pebble treats as fatal. Writes resume
@@ -164,9 +158,6 @@ func Open(dir string, o *Options) (*DB, error) {
 		Logger:                      pebbleLogger{log: orDefault(o.Logger), fatal: fatal},
 		WALDir:                      o.WALDir,
 		EventListener:               &pebble.EventListener{BackgroundError: fatal.background},
-	}
-	if iv := o.WALMinSyncInterval; iv > 0 {
-		po.WALMinSyncInterval = func() time.Duration { return iv }
 	}
 	if po.MemTableSize == 0 {
 		po.MemTableSize = 32 << 20

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -486,72 +485,4 @@ func TestBackgroundErrorsNotFlooded(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// TestWALMinSyncIntervalDurable: with a least time between WAL syncs,
-// commits wait to share a sync, but none returns before its sync: a
-// power cut (only what was synced survives) at any moment keeps every
-// write whose Update had returned. With NoSync in place of the interval
-// the test fails.
-func TestWALMinSyncIntervalDurable(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	db, err := pebblekv.Open("data", &pebblekv.Options{FS: fs, MinFreeBytes: -1, WALMinSyncInterval: 2 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const writers = 8
-	var acked [writers]atomic.Int64 // keys 0..acked-1 of each writer returned
-	var stop atomic.Bool
-	done := make(chan struct{})
-	for w := range writers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := int64(0); !stop.Load(); i++ {
-				err := db.Update(context.Background(), func(tx kv.Txn) error {
-					return tx.Set(fmt.Appendf(nil, "w%d/%06d", w, i), []byte("v"))
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				acked[w].Store(i + 1)
-			}
-		}()
-	}
-	time.Sleep(50 * time.Millisecond)
-	var before [writers]int64
-	for w := range writers {
-		before[w] = acked[w].Load()
-	}
-	crashed := fs.CrashClone(vfs.CrashCloneCfg{}) // only what was synced
-	stop.Store(true)
-	for range writers {
-		<-done
-	}
-	db.Close()
-	db, err = pebblekv.Open("data", &pebblekv.Options{FS: crashed, MinFreeBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	total := int64(0)
-	err = db.View(context.Background(), func(r kv.Reader) error {
-		for w := range writers {
-			total += before[w]
-			for i := int64(0); i < before[w]; i++ {
-				if _, err := r.Get(fmt.Appendf(nil, "w%d/%06d", w, i)); err != nil {
-					return fmt.Errorf("writer %d key %d, acknowledged before the cut: %w", w, i, err)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if total == 0 {
-		t.Fatal("no write was acknowledged before the cut")
-	}
-	t.Logf("%d acknowledged writes survived the cut", total)
 }
