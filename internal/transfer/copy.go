@@ -395,7 +395,13 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 		defer close(pages)
 		npk, nrk := r.NextPK, r.NextRK
 		for {
-			p, err := src.remote.queryPage(ctx, table, filter, npk, nrk, 0, "")
+			var p *page
+			var err error
+			if w.dst.sink != nil {
+				p, err = src.remote.queryRecords(ctx, table, filter, npk, nrk)
+			} else {
+				p, err = src.remote.queryPage(ctx, table, filter, npk, nrk, 0, "")
+			}
 			select {
 			case pages <- item{p, err}:
 			case <-ctx.Done():
@@ -410,6 +416,12 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 	for it := range pages {
 		if it.err != nil {
 			return it.err
+		}
+		if it.p.records != nil {
+			if err := w.dst.sink.writeRecords(table, it.p.records); err != nil {
+				return err
+			}
+			w.count(it.p.count, len(it.p.records), ts)
 		}
 		es := it.p.entities
 		for len(es) > 0 {

@@ -233,16 +233,21 @@ func (s *fileSink) write(table string, es []*partita.Entity) (int, error) {
 	for _, e := range es {
 		buf = AppendRecord(buf, table, e)
 	}
+	return len(buf), s.writeRecords(table, buf)
+}
+
+// writeRecords appends buf, JSONL records of table.
+func (s *fileSink) writeRecords(table string, buf []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sf, err := s.file(table)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := sf.w.Write(buf); err != nil {
-		return 0, fmt.Errorf("destination: %w", err)
+		return fmt.Errorf("destination: %w", err)
 	}
-	return len(buf), nil
+	return nil
 }
 
 // ensure creates the (empty) file of table, so that an empty table exports

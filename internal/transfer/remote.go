@@ -41,13 +41,63 @@ func (r keyRange) filter(user string) string {
 
 // page is one page of a query.
 type page struct {
-	entities       []*partita.Entity
+	entities []*partita.Entity
+	// records and count: an export's page as JSONL (queryRecords).
+	records        []byte
+	count          int
 	bytes          int
 	nextPK, nextRK string
 }
 
 // queryPage reads one page of table with filter from the continuation.
 func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, top int, sel string) (*page, error) {
+	resp, values, p, err := c.queryRaw(ctx, table, filter, npk, nrk, top, sel)
+	if err != nil {
+		return nil, err
+	}
+	p.entities = make([]*partita.Entity, 0, len(values))
+	for _, raw := range values {
+		e, _, _, err := wire.DecodeEntity(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
+		}
+		p.entities = append(p.entities, e)
+	}
+	// The entities hold copies (DecodeEntity copies every string and
+	// value), so the body's buffer can serve the next response.
+	resp.release()
+	return p, nil
+}
+
+// queryRecords reads one page like queryPage and returns it as the JSONL
+// records of its entities in table (page.records, page.count), for an
+// export: most entities go straight from the response to their record
+// (appendRecordFast), the rest through DecodeEntity and AppendRecord.
+func (c *client) queryRecords(ctx context.Context, table, filter, npk, nrk string) (*page, error) {
+	resp, values, p, err := c.queryRaw(ctx, table, filter, npk, nrk, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	var l liteEntity
+	recs := make([]byte, 0, len(resp.body)+len(resp.body)/8)
+	for _, raw := range values {
+		var ok bool
+		if recs, ok = l.appendRecordFast(recs, table, raw); ok {
+			continue
+		}
+		e, _, _, err := wire.DecodeEntity(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
+		}
+		recs = AppendRecord(recs, table, e)
+	}
+	p.records, p.count = recs, len(values)
+	resp.release()
+	return p, nil
+}
+
+// queryRaw sends the query of one page and splits its entities.
+func (c *client) queryRaw(ctx context.Context, table, filter, npk, nrk string, top int, sel string) (*response, [][]byte, *page, error) {
 	var q []string
 	if filter != "" {
 		q = append(q, "$filter="+queryEscape(filter))
@@ -67,26 +117,19 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 	r := &request{method: http.MethodGet, path: "/" + table + "()", query: strings.Join(q, "&")}
 	resp, err := c.do(ctx, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if resp.status != http.StatusOK {
-		return nil, c.fail(r, resp)
+		return nil, nil, nil, c.fail(r, resp)
 	}
 	values, err := splitValues(resp.body)
 	if err != nil {
-		return nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
+		return nil, nil, nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
 	}
-	p := &page{bytes: len(resp.body), entities: make([]*partita.Entity, 0, len(values))}
-	for _, raw := range values {
-		e, _, _, err := wire.DecodeEntity(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
-		}
-		p.entities = append(p.entities, e)
-	}
+	p := &page{bytes: len(resp.body)}
 	p.nextPK = resp.header.Get("x-ms-continuation-NextPartitionKey")
 	p.nextRK = resp.header.Get("x-ms-continuation-NextRowKey")
-	return p, nil
+	return resp, values, p, nil
 }
 
 // partitions lists up to limit distinct PartitionKeys of table in order,
