@@ -237,18 +237,25 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 		w.count(len(es), n, ts)
 		return nil
 	}
-	for len(es) > 0 {
-		// Up to 100 operations and maxBatchBytes of bodies, one partition.
+	return w.writePrepared(ctx, table, prepare(es), ts)
+}
+
+// writePrepared writes entities of one partition of table to an endpoint
+// destination.
+func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared, ts *tableStats) error {
+	for len(ps) > 0 {
+		// Up to 100 operations and maxBatchBytes of bodies (counted twice
+		// over, to stay clear of the service's 4 MiB), one partition.
 		n, size := 0, 0
-		for n < len(es) && n < 100 && es[n].PartitionKey == es[0].PartitionKey {
-			sz := es[n].Size() * 2
+		for n < len(ps) && n < 100 && ps[n].pk == ps[0].pk {
+			sz := len(ps[n].body) * 2
 			if n > 0 && size+sz > maxBatchBytes {
 				break
 			}
 			size += sz
 			n++
 		}
-		chunk := es[:n]
+		chunk := ps[:n]
 		for len(chunk) > 0 {
 			nb, err := w.dst.remote.writeBatch(ctx, w.dst.tableName(table), chunk)
 			if err == nil {
@@ -267,10 +274,10 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 			fmt.Fprintf(w.o.Out, "refused: %s\n", ref.Error())
 			w.out.Unlock()
 			// Drop the refused entity and send the rest again.
-			rest := make([]*partita.Entity, 0, len(chunk)-1)
-			for _, e := range chunk {
-				if e.PartitionKey != ref.PartitionKey || e.RowKey != ref.RowKey {
-					rest = append(rest, e)
+			rest := make([]prepared, 0, len(chunk)-1)
+			for _, p := range chunk {
+				if p.pk != ref.PartitionKey || p.rk != ref.RowKey {
+					rest = append(rest, p)
 				}
 			}
 			if len(rest) == len(chunk) {
@@ -278,7 +285,7 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 			}
 			chunk = rest
 		}
-		es = es[n:]
+		ps = ps[n:]
 	}
 	return nil
 }
@@ -400,7 +407,7 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 			if w.dst.sink != nil {
 				p, err = src.remote.queryRecords(ctx, table, filter, npk, nrk)
 			} else {
-				p, err = src.remote.queryPage(ctx, table, filter, npk, nrk, 0, "")
+				p, err = src.remote.queryPrepared(ctx, table, filter, npk, nrk)
 			}
 			select {
 			case pages <- item{p, err}:
@@ -422,6 +429,16 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 				return err
 			}
 			w.count(it.p.count, len(it.p.records), ts)
+		}
+		for ps := it.p.prepared; len(ps) > 0; {
+			n := 1
+			for n < len(ps) && ps[n].pk == ps[0].pk {
+				n++
+			}
+			if err := w.writePrepared(ctx, table, ps[:n], ts); err != nil {
+				return err
+			}
+			ps = ps[n:]
 		}
 		es := it.p.entities
 		for len(es) > 0 {

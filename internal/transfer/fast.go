@@ -358,18 +358,52 @@ func (l *liteEntity) key(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// props calls fn for each property of the scanned entity in order, with
+// its value as DecodeEntity reads it; ok is false when the fast path
+// leaves the entity to DecodeEntity.
+func (l *liteEntity) props(fn func(name []byte, lv liteValue)) bool {
+	for k := range l.members {
+		m := &l.members[k]
+		if !isProperty(m.name) {
+			continue
+		}
+		switch string(m.name) {
+		case partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
+			continue
+		}
+		typ, ok := l.typeOf(m.name)
+		if !ok {
+			return false
+		}
+		lv, ok := m.value(typ)
+		if !ok {
+			return false
+		}
+		fn(m.name, lv)
+	}
+	return true
+}
+
+// keys scans raw and returns its PartitionKey and RowKey; ok is false when
+// the fast path leaves raw to DecodeEntity.
+func (l *liteEntity) keys(raw []byte) (pk, rk []byte, ok bool) {
+	if !l.scan(raw) {
+		return nil, nil, false
+	}
+	if pk, ok = l.key(partita.PropPartitionKey); !ok {
+		return nil, nil, false
+	}
+	if rk, ok = l.key(partita.PropRowKey); !ok {
+		return nil, nil, false
+	}
+	return pk, rk, true
+}
+
 // appendRecordFast appends the JSONL record of the entity JSON raw in
 // table, as AppendRecord(DecodeEntity(raw)) would; ok is false (and b
 // unchanged) when it leaves raw to them.
 func (l *liteEntity) appendRecordFast(b []byte, table string, raw []byte) ([]byte, bool) {
-	if !l.scan(raw) {
-		return b, false
-	}
-	pk, ok := l.key(partita.PropPartitionKey)
-	if !ok {
-		return b, false
-	}
-	rk, ok := l.key(partita.PropRowKey)
+	pk, rk, ok := l.keys(raw)
 	if !ok {
 		return b, false
 	}
@@ -382,29 +416,13 @@ func (l *liteEntity) appendRecordFast(b []byte, table string, raw []byte) ([]byt
 	b = append(b, rk...)
 	b = append(b, `","props":[`...)
 	first := true
-	for k := range l.members {
-		m := &l.members[k]
-		if !isProperty(m.name) {
-			continue
-		}
-		switch string(m.name) {
-		case partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
-			continue
-		}
-		typ, ok := l.typeOf(m.name)
-		if !ok {
-			return b[:b0], false
-		}
-		lv, ok := m.value(typ)
-		if !ok {
-			return b[:b0], false
-		}
+	ok = l.props(func(name []byte, lv liteValue) {
 		if !first {
 			b = append(b, ',')
 		}
 		first = false
 		b = append(b, `["`...)
-		b = append(b, m.name...)
+		b = append(b, name...)
 		b = append(b, `","`...)
 		b = append(b, lv.v.Type.String()...)
 		b = append(b, `",`...)
@@ -416,6 +434,49 @@ func (l *liteEntity) appendRecordFast(b []byte, table string, raw []byte) ([]byt
 			b = appendValueText(b, lv.v)
 		}
 		b = append(b, ']')
+	})
+	if !ok {
+		return b[:b0], false
 	}
 	return append(b, "]}\n"...), true
+}
+
+// appendRequestFast appends the insert-or-replace request body of the
+// entity JSON raw, as appendRequestEntity(DecodeEntity(raw)) would, and
+// returns its keys (pointing into raw); ok is false (and b unchanged) when
+// it leaves raw to them.
+func (l *liteEntity) appendRequestFast(b, raw []byte) (out, pk, rk []byte, ok bool) {
+	pk, rk, ok = l.keys(raw)
+	if !ok {
+		return b, nil, nil, false
+	}
+	b0 := len(b)
+	b = append(b, `{"PartitionKey":"`...)
+	b = append(b, pk...)
+	b = append(b, `","RowKey":"`...)
+	b = append(b, rk...)
+	b = append(b, '"')
+	ok = l.props(func(name []byte, lv liteValue) {
+		if annotated(lv.v.Type) {
+			b = append(b, `,"`...)
+			b = append(b, name...)
+			b = append(b, `@odata.type":"`...)
+			b = append(b, lv.v.Type.String()...)
+			b = append(b, '"')
+		}
+		b = append(b, `,"`...)
+		b = append(b, name...)
+		b = append(b, `":`...)
+		if lv.v.Type == edm.String {
+			b = append(b, '"')
+			b = append(b, lv.str...)
+			b = append(b, '"')
+		} else {
+			b = appendRequestValue(b, lv.v)
+		}
+	})
+	if !ok {
+		return b[:b0], nil, nil, false
+	}
+	return append(b, '}'), pk, rk, true
 }

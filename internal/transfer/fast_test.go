@@ -48,6 +48,33 @@ func checkFastExport(t *testing.T, table string, raw []byte) bool {
 	return true
 }
 
+// checkFastRequest fails when the fast path accepts raw and gives any
+// body or keys but what the general path (DecodeEntity, then
+// appendRequestEntity) gives.
+func checkFastRequest(t *testing.T, raw []byte) bool {
+	t.Helper()
+	var l liteEntity
+	prefix := []byte("previous body")
+	fast, pk, rk, ok := l.appendRequestFast(append([]byte(nil), prefix...), raw)
+	if !bytes.HasPrefix(fast, prefix) {
+		t.Fatalf("fast path overwrote what was before it: %q", fast)
+	}
+	if !ok {
+		if !bytes.Equal(fast, prefix) {
+			t.Fatalf("fast path left bytes behind when it gave up: %q", fast)
+		}
+		return false
+	}
+	e, _, _, err := wire.DecodeEntity(raw)
+	if err != nil {
+		t.Fatalf("fast path accepted an entity the general path refuses (%v): %s", err, raw)
+	}
+	if slow := appendRequestEntity(nil, e); !bytes.Equal(fast[len(prefix):], slow) || string(pk) != e.PartitionKey || string(rk) != e.RowKey {
+		t.Fatalf("paths disagree on %s:\nfast %q %q %s\nslow %q %q %s", raw, pk, rk, fast[len(prefix):], e.PartitionKey, e.RowKey, slow)
+	}
+	return true
+}
+
 // randomEntity has random keys and properties of every EDM type, with
 // edge values and, now and then, strings that need escapes.
 func randomEntity(r *rand.Rand) *partita.Entity {
@@ -106,7 +133,7 @@ func randomEntity(r *rand.Rand) *partita.Entity {
 	return e
 }
 
-// TestFastExportOracle: random entities with every EDM type, as partita
+// TestFastExportOracle (and the request bodies of a copy): random entities with every EDM type, as partita
 // writes them in each metadata level: the fast path gives the general
 // path's record whenever it takes one, and takes nearly every entity
 // whose strings need no escapes.
@@ -120,6 +147,9 @@ func TestFastExportOracle(t *testing.T) {
 		if checkFastExport(t, "t", raw) {
 			taken++
 		}
+		if checkFastRequest(t, raw) != checkFastExport(t, "t", raw) {
+			t.Fatalf("the two fast paths disagree on taking %s", raw)
+		}
 		total++
 	}
 	t.Logf("fast path took %d of %d entities", taken, total)
@@ -132,13 +162,13 @@ func TestFastExportOracle(t *testing.T) {
 		{Name: "Payload", Value: edm.StringValue("ISjyQ44Z4ynP0M4GF_dqC2FF5-Fhu")},
 	}}
 	raw := wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: wire.FullMetadata, Base: "http://h/a", Account: "a", Table: "t"})
-	if !checkFastExport(t, "t", raw) {
+	if !checkFastExport(t, "t", raw) || !checkFastRequest(t, raw) {
 		t.Fatalf("fast path did not take %s", raw)
 	}
 }
 
-// FuzzFastExport: on any input, the fast path gives up or agrees with the
-// general path.
+// FuzzFastExport: on any input, the fast paths (JSONL record and request
+// body) give up or agree with the general path.
 func FuzzFastExport(f *testing.F) {
 	for _, m := range []wire.Metadata{wire.FullMetadata, wire.MinimalMetadata, wire.NoMetadata} {
 		f.Add(wire.AppendEntity(nil, edgeEntity(), &wire.EntityOptions{Metadata: m, Base: "http://h/a", Account: "a", Table: "t"}))
@@ -149,6 +179,7 @@ func FuzzFastExport(f *testing.F) {
 	f.Add([]byte(`{"PartitionKey":"p","RowKey":"r","B@odata.type":"Edm.Binary","B":"AAE","G@odata.type":"Edm.Guid","G":"01234567-89AB-cdef-0123-456789abcdef"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		checkFastExport(t, "t", raw)
+		checkFastRequest(t, raw)
 	})
 }
 
