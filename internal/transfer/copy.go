@@ -483,7 +483,8 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 	w := &writer{o: o, dst: dst, st: st}
 	type job struct {
 		table string
-		es    []*partita.Entity
+		es    []*partita.Entity // file destination
+		ps    []prepared        // endpoint destination
 		ts    *tableStats
 	}
 	jobs := make(chan job, o.Parallel)
@@ -503,24 +504,33 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 				if ctx2.Err() != nil {
 					continue
 				}
-				if err := w.write(ctx2, j.table, j.es, j.ts); err != nil {
+				var err error
+				if j.ps != nil {
+					err = w.writePrepared(ctx2, j.table, j.ps, j.ts)
+				} else {
+					err = w.write(ctx2, j.table, j.es, j.ts)
+				}
+				if err != nil {
 					fail(err)
 				}
 			}
 		}()
 	}
+	// A batch in the making: entities for a file destination, request
+	// bodies (made here, from the line) for an endpoint.
 	var pending []*partita.Entity
-	pendTable := ""
-	pendBytes := 0
+	var pendingP []prepared
+	pendTable, pendPK := "", ""
+	pendBytes, pendN := 0, 0
 	flush := func() {
-		if len(pending) == 0 {
+		if pendN == 0 {
 			return
 		}
 		select {
-		case jobs <- job{pendTable, pending, tstats[pendTable]}:
+		case jobs <- job{pendTable, pending, pendingP, tstats[pendTable]}:
 		case <-ctx2.Done():
 		}
-		pending, pendBytes = nil, 0
+		pending, pendingP, pendBytes, pendN = nil, nil, 0, 0
 	}
 	created := map[string]bool{} // bounded by maxTables
 	var readErr error
@@ -533,7 +543,17 @@ files:
 		}
 		cur.Store(lr.counted)
 		for ctx2.Err() == nil {
-			rec, err := lr.next()
+			var rec Record
+			var pp prepared
+			var err error
+			if dst.remote != nil {
+				rec.Table, pp, err = lr.nextPrepared()
+			} else {
+				rec, err = lr.next()
+				if err == nil {
+					pp.pk = rec.Entity.PartitionKey
+				}
+			}
 			if err == io.EOF {
 				break
 			}
@@ -571,13 +591,21 @@ files:
 				tstats[rec.Table] = &tableStats{start: time.Now()}
 				order = append(order, rec.Table)
 			}
-			sz := rec.Entity.Size() * 2
-			if len(pending) > 0 && (rec.Table != pendTable || rec.Entity.PartitionKey != pending[0].PartitionKey || len(pending) == 100 || pendBytes+sz > maxBatchBytes) {
+			// The line's length stands for the body's (the writer bounds
+			// the batches by the bodies themselves): Entity.Size counts
+			// UTF-16, which cost more than the rest of the batching.
+			sz := lr.lastLen * 2
+			if pendN > 0 && (rec.Table != pendTable || pp.pk != pendPK || pendN == 100 || pendBytes+sz > maxBatchBytes) {
 				flush()
 			}
-			pendTable = rec.Table
-			pending = append(pending, rec.Entity)
+			pendTable, pendPK = rec.Table, pp.pk
+			if rec.Entity != nil {
+				pending = append(pending, rec.Entity)
+			} else {
+				pendingP = append(pendingP, pp)
+			}
 			pendBytes += sz
+			pendN++
 		}
 		if fi, err := os.Stat(f); err == nil {
 			doneBefore.Add(fi.Size())

@@ -480,3 +480,121 @@ func (l *liteEntity) appendRequestFast(b, raw []byte) (out, pk, rk []byte, ok bo
 	}
 	return append(b, '}'), pk, rk, true
 }
+
+// appendImportFast reads a JSONL line (without its newline) in exactly the
+// layout AppendRecord writes, with no escapes in any string, and appends
+// the insert-or-replace request body appendRequestEntity would write for
+// its entity; it returns the record's table and keys (pointing into line).
+// ok is false (and b unchanged) for anything else, which DecodeRecord then
+// reads (and explains when it is wrong); when ok, DecodeRecord reads the
+// line without error and to the same entity (TestFastImportOracle,
+// FuzzFastImport).
+func appendImportFast(b, line []byte) (out, table, pk, rk []byte, ok bool) {
+	i := 0
+	lit := func(s string) bool {
+		if len(line)-i < len(s) || string(line[i:i+len(s)]) != s {
+			return false
+		}
+		i += len(s)
+		return true
+	}
+	str := func() ([]byte, bool) {
+		s, j, ok := plainString(line, i)
+		if !ok || !utf8.Valid(s) {
+			return nil, false
+		}
+		i = j
+		return s, true
+	}
+	if !lit(`{"table":`) {
+		return b, nil, nil, nil, false
+	}
+	if table, ok = str(); !ok || len(table) == 0 || !lit(`,"PartitionKey":`) {
+		return b, nil, nil, nil, false
+	}
+	if pk, ok = str(); !ok || !lit(`,"RowKey":`) {
+		return b, nil, nil, nil, false
+	}
+	if rk, ok = str(); !ok || !lit(`,"props":[`) {
+		return b, nil, nil, nil, false
+	}
+	b0 := len(b)
+	fail := func() ([]byte, []byte, []byte, []byte, bool) { return b[:b0], nil, nil, nil, false }
+	b = append(b, `{"PartitionKey":"`...)
+	b = append(b, pk...)
+	b = append(b, `","RowKey":"`...)
+	b = append(b, rk...)
+	b = append(b, '"')
+	if lit("]}") {
+		if i != len(line) {
+			return fail()
+		}
+		return append(b, '}'), table, pk, rk, true
+	}
+	var names [32][]byte
+	n := 0
+	for {
+		if !lit("[") {
+			return fail()
+		}
+		name, ok := str()
+		if !ok || !lit(",") {
+			return fail()
+		}
+		typ, ok := str()
+		if !ok || !lit(",") {
+			return fail()
+		}
+		text, ok := str()
+		if !ok || !lit("]") {
+			return fail()
+		}
+		switch string(name) {
+		case "", partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
+			return fail()
+		}
+		if n == len(names) {
+			return fail() // many properties: DecodeRecord's set
+		}
+		for _, m := range names[:n] {
+			if string(m) == string(name) {
+				return fail()
+			}
+		}
+		names[n] = name
+		n++
+		var v edm.Value
+		if string(typ) == "Edm.String" {
+			v.Type = edm.String
+		} else {
+			var err error
+			if v, err = parseValueText(string(typ), string(text)); err != nil {
+				return fail()
+			}
+		}
+		if annotated(v.Type) {
+			b = append(b, `,"`...)
+			b = append(b, name...)
+			b = append(b, `@odata.type":"`...)
+			b = append(b, v.Type.String()...)
+			b = append(b, '"')
+		}
+		b = append(b, `,"`...)
+		b = append(b, name...)
+		b = append(b, `":`...)
+		if v.Type == edm.String {
+			b = append(b, '"')
+			b = append(b, text...)
+			b = append(b, '"')
+		} else {
+			b = appendRequestValue(b, v)
+		}
+		if lit(",") {
+			continue
+		}
+		if lit("]}") && i == len(line) {
+			return append(b, '}'), table, pk, rk, true
+		}
+		return fail()
+	}
+}

@@ -229,3 +229,92 @@ func BenchmarkExportRecord(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(raws)), "ns/entity")
 	})
 }
+
+// BenchmarkImportBatch: 100 JSONL lines of the bench's 1 KiB entities
+// decoded and made into $batch bodies, as an import does per batch.
+func BenchmarkImportBatch(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	payload := make([]byte, 1024)
+	const chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for i := range payload {
+		payload[i] = chars[r.IntN(len(chars))]
+	}
+	var lines [][]byte
+	for i := range 100 {
+		e := &partita.Entity{PartitionKey: "p0037", RowKey: fmt.Sprintf("b0caf0a%012d", i), Properties: []partita.Property{
+			{Name: "Seq", Value: edm.Int64Value(int64(i))}, {Name: "Bucket", Value: edm.Int32Value(int32(i % 1000))},
+			{Name: "Payload", Value: edm.StringValue(string(payload))},
+		}}
+		lines = append(lines, bytes.TrimSuffix(AppendRecord(nil, "src", e), []byte("\n")))
+	}
+	for b.Loop() {
+		es := make([]*partita.Entity, 0, len(lines))
+		for _, l := range lines {
+			rec, err := DecodeRecord(l)
+			if err != nil {
+				b.Fatal(err)
+			}
+			es = append(es, rec.Entity)
+		}
+		prepare(es)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/entity")
+}
+
+// checkFastImport fails when the import's fast path accepts a line that
+// DecodeRecord refuses, or gives any table, keys or body but what
+// DecodeRecord and appendRequestEntity give.
+func checkFastImport(t *testing.T, line []byte) bool {
+	t.Helper()
+	prefix := []byte("previous body")
+	fast, table, pk, rk, ok := appendImportFast(append([]byte(nil), prefix...), line)
+	if !bytes.HasPrefix(fast, prefix) {
+		t.Fatalf("fast path overwrote what was before it: %q", fast)
+	}
+	rec, err := DecodeRecord(line)
+	if !ok {
+		if !bytes.Equal(fast, prefix) {
+			t.Fatalf("fast path left bytes behind when it gave up: %q", fast)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("fast path accepted a line DecodeRecord refuses (%v): %s", err, line)
+	}
+	slow := appendRequestEntity(nil, rec.Entity)
+	if !bytes.Equal(fast[len(prefix):], slow) || string(table) != rec.Table || string(pk) != rec.Entity.PartitionKey || string(rk) != rec.Entity.RowKey {
+		t.Fatalf("paths disagree on %s:\nfast %q %q %q %s\nslow %q %q %q %s", line, table, pk, rk, fast[len(prefix):], rec.Table, rec.Entity.PartitionKey, rec.Entity.RowKey, slow)
+	}
+	return true
+}
+
+// TestFastImportOracle: the records of random entities with every EDM
+// type: the fast path gives the general path's body whenever it takes a
+// line, and takes every line without escapes.
+func TestFastImportOracle(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	taken := 0
+	for range 20000 {
+		e := randomEntity(r)
+		line := bytes.TrimSuffix(AppendRecord(nil, "t", e), []byte("\n"))
+		if checkFastImport(t, line) {
+			taken++
+		} else if !bytes.Contains(line, []byte(`\`)) && len(e.Properties) <= 32 {
+			t.Fatalf("fast path did not take %s", line)
+		}
+	}
+	t.Logf("fast path took %d of 20000 lines", taken)
+}
+
+// FuzzFastImport: on any line, the import's fast path gives up or agrees
+// with DecodeRecord and appendRequestEntity.
+func FuzzFastImport(f *testing.F) {
+	f.Add(bytes.TrimSuffix(AppendRecord(nil, "tab", edgeEntity()), []byte("\n")))
+	f.Add([]byte(`{"table":"t","PartitionKey":"","RowKey":"","props":[]}`))
+	f.Add([]byte(`{"table":"","PartitionKey":"p","RowKey":"r","props":[]}`))
+	f.Add([]byte(`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","01"],["A","Edm.String","x"]]}`))
+	f.Add([]byte(`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["Timestamp","Edm.String","x"],["B","edm.string","x"],["C","Edm.Double","5"]]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkFastImport(t, line)
+	})
+}

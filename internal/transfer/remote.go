@@ -264,9 +264,27 @@ type prepared struct {
 
 // prepare builds the request bodies of es.
 func prepare(es []*partita.Entity) []prepared {
+	// One buffer for every body (appending each to nil regrew it from
+	// nothing, entity after entity); offsets until it stops growing.
 	ps := make([]prepared, len(es))
+	ends := make([]int, len(es))
+	n := 0
+	for _, e := range es {
+		n += 64 + len(e.PartitionKey) + len(e.RowKey)
+		for i := range e.Properties {
+			p := &e.Properties[i]
+			n += 2*len(p.Name) + 64 + len(p.Value.Str) + len(p.Value.Bin)*4/3
+		}
+	}
+	buf := make([]byte, 0, n)
 	for i, e := range es {
-		ps[i] = prepared{pk: e.PartitionKey, rk: e.RowKey, body: appendRequestEntity(nil, e)}
+		buf = appendRequestEntity(buf, e)
+		ends[i] = len(buf)
+	}
+	start := 0
+	for i, e := range es {
+		ps[i] = prepared{pk: e.PartitionKey, rk: e.RowKey, body: buf[start:ends[i]:ends[i]]}
+		start = ends[i]
 	}
 	return ps
 }
