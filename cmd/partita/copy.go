@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/partita/partita/internal/transfer"
@@ -50,6 +51,7 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	onRefused := fs.String("on-refused", "stop", "an entity the destination refuses (too large, bad key): stop, or skip it and go on (each is printed; the exit status is still non-zero)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (one updating line on a terminal, plain lines otherwise), plain, none")
 	fs.DurationVar(&o.ProgressInterval, "progress-interval", 0, "time between progress lines (default 0.5s on a terminal, 10s otherwise)")
+	cpuProfile := fs.String("cpuprofile", "", "write the copy's own CPU profile to `FILE` (scripts/bench-copy --profile)")
 	if err := parseFlags(fs, copyUsage, args); err != nil {
 		return helpIsDone(err)
 	}
@@ -86,5 +88,16 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("--progress %q: want auto, plain or none", *progress)
 	}
 	o.Out = stdout
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	return transfer.Run(ctx, o)
 }

@@ -237,18 +237,25 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 		w.count(len(es), n, ts)
 		return nil
 	}
-	for len(es) > 0 {
-		// Up to 100 operations and maxBatchBytes of bodies, one partition.
+	return w.writePrepared(ctx, table, prepare(es), ts)
+}
+
+// writePrepared writes entities of one partition of table to an endpoint
+// destination.
+func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared, ts *tableStats) error {
+	for len(ps) > 0 {
+		// Up to 100 operations and maxBatchBytes of bodies (counted twice
+		// over, to stay clear of the service's 4 MiB), one partition.
 		n, size := 0, 0
-		for n < len(es) && n < 100 && es[n].PartitionKey == es[0].PartitionKey {
-			sz := es[n].Size() * 2
+		for n < len(ps) && n < 100 && ps[n].pk == ps[0].pk {
+			sz := len(ps[n].body) * 2
 			if n > 0 && size+sz > maxBatchBytes {
 				break
 			}
 			size += sz
 			n++
 		}
-		chunk := es[:n]
+		chunk := ps[:n]
 		for len(chunk) > 0 {
 			nb, err := w.dst.remote.writeBatch(ctx, w.dst.tableName(table), chunk)
 			if err == nil {
@@ -267,10 +274,10 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 			fmt.Fprintf(w.o.Out, "refused: %s\n", ref.Error())
 			w.out.Unlock()
 			// Drop the refused entity and send the rest again.
-			rest := make([]*partita.Entity, 0, len(chunk)-1)
-			for _, e := range chunk {
-				if e.PartitionKey != ref.PartitionKey || e.RowKey != ref.RowKey {
-					rest = append(rest, e)
+			rest := make([]prepared, 0, len(chunk)-1)
+			for _, p := range chunk {
+				if p.pk != ref.PartitionKey || p.rk != ref.RowKey {
+					rest = append(rest, p)
 				}
 			}
 			if len(rest) == len(chunk) {
@@ -278,7 +285,7 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 			}
 			chunk = rest
 		}
-		es = es[n:]
+		ps = ps[n:]
 	}
 	return nil
 }
@@ -395,7 +402,13 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 		defer close(pages)
 		npk, nrk := r.NextPK, r.NextRK
 		for {
-			p, err := src.remote.queryPage(ctx, table, filter, npk, nrk, 0, "")
+			var p *page
+			var err error
+			if w.dst.sink != nil {
+				p, err = src.remote.queryRecords(ctx, table, filter, npk, nrk)
+			} else {
+				p, err = src.remote.queryPrepared(ctx, table, filter, npk, nrk)
+			}
 			select {
 			case pages <- item{p, err}:
 			case <-ctx.Done():
@@ -410,6 +423,22 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 	for it := range pages {
 		if it.err != nil {
 			return it.err
+		}
+		if it.p.records != nil {
+			if err := w.dst.sink.writeRecords(table, it.p.records); err != nil {
+				return err
+			}
+			w.count(it.p.count, len(it.p.records), ts)
+		}
+		for ps := it.p.prepared; len(ps) > 0; {
+			n := 1
+			for n < len(ps) && ps[n].pk == ps[0].pk {
+				n++
+			}
+			if err := w.writePrepared(ctx, table, ps[:n], ts); err != nil {
+				return err
+			}
+			ps = ps[n:]
 		}
 		es := it.p.entities
 		for len(es) > 0 {
@@ -454,7 +483,8 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 	w := &writer{o: o, dst: dst, st: st}
 	type job struct {
 		table string
-		es    []*partita.Entity
+		es    []*partita.Entity // file destination
+		ps    []prepared        // endpoint destination
 		ts    *tableStats
 	}
 	jobs := make(chan job, o.Parallel)
@@ -474,24 +504,33 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 				if ctx2.Err() != nil {
 					continue
 				}
-				if err := w.write(ctx2, j.table, j.es, j.ts); err != nil {
+				var err error
+				if j.ps != nil {
+					err = w.writePrepared(ctx2, j.table, j.ps, j.ts)
+				} else {
+					err = w.write(ctx2, j.table, j.es, j.ts)
+				}
+				if err != nil {
 					fail(err)
 				}
 			}
 		}()
 	}
+	// A batch in the making: entities for a file destination, request
+	// bodies (made here, from the line) for an endpoint.
 	var pending []*partita.Entity
-	pendTable := ""
-	pendBytes := 0
+	var pendingP []prepared
+	pendTable, pendPK := "", ""
+	pendBytes, pendN := 0, 0
 	flush := func() {
-		if len(pending) == 0 {
+		if pendN == 0 {
 			return
 		}
 		select {
-		case jobs <- job{pendTable, pending, tstats[pendTable]}:
+		case jobs <- job{pendTable, pending, pendingP, tstats[pendTable]}:
 		case <-ctx2.Done():
 		}
-		pending, pendBytes = nil, 0
+		pending, pendingP, pendBytes, pendN = nil, nil, 0, 0
 	}
 	created := map[string]bool{} // bounded by maxTables
 	var readErr error
@@ -504,7 +543,17 @@ files:
 		}
 		cur.Store(lr.counted)
 		for ctx2.Err() == nil {
-			rec, err := lr.next()
+			var rec Record
+			var pp prepared
+			var err error
+			if dst.remote != nil {
+				rec.Table, pp, err = lr.nextPrepared()
+			} else {
+				rec, err = lr.next()
+				if err == nil {
+					pp.pk = rec.Entity.PartitionKey
+				}
+			}
 			if err == io.EOF {
 				break
 			}
@@ -542,13 +591,21 @@ files:
 				tstats[rec.Table] = &tableStats{start: time.Now()}
 				order = append(order, rec.Table)
 			}
-			sz := rec.Entity.Size() * 2
-			if len(pending) > 0 && (rec.Table != pendTable || rec.Entity.PartitionKey != pending[0].PartitionKey || len(pending) == 100 || pendBytes+sz > maxBatchBytes) {
+			// The line's length stands for the body's (the writer bounds
+			// the batches by the bodies themselves): Entity.Size counts
+			// UTF-16, which cost more than the rest of the batching.
+			sz := lr.lastLen * 2
+			if pendN > 0 && (rec.Table != pendTable || pp.pk != pendPK || pendN == 100 || pendBytes+sz > maxBatchBytes) {
 				flush()
 			}
-			pendTable = rec.Table
-			pending = append(pending, rec.Entity)
+			pendTable, pendPK = rec.Table, pp.pk
+			if rec.Entity != nil {
+				pending = append(pending, rec.Entity)
+			} else {
+				pendingP = append(pendingP, pp)
+			}
 			pendBytes += sz
+			pendN++
 		}
 		if fi, err := os.Stat(f); err == nil {
 			doneBefore.Add(fi.Size())

@@ -62,6 +62,10 @@ type lineReader struct {
 	gz   *gzip.Reader
 	br   *bufio.Reader
 	line int
+	// lastLen is the length of the line next returned last.
+	lastLen int
+	// arena holds the request bodies nextPrepared cuts.
+	arena []byte
 	// counted tracks the bytes read of the (compressed) file for the ETA.
 	counted *countingReader
 }
@@ -118,6 +122,11 @@ func (lr *lineReader) readLine() ([]byte, error) {
 	var line []byte
 	for {
 		frag, err := lr.br.ReadSlice('\n')
+		if err != bufio.ErrBufferFull && line == nil {
+			// The whole line in the reader's buffer (the usual case): read
+			// in place; callers copy what they keep before the next read.
+			return frag, err
+		}
 		line = append(line, frag...)
 		if len(line) > maxLine {
 			return nil, fmt.Errorf("%w: %s:%d: a line longer than %d MiB", ErrMalformed, lr.path, lr.line+1, maxLine>>20)
@@ -145,11 +154,47 @@ func (lr *lineReader) next() (Record, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		lr.lastLen = len(line)
 		rec, derr := DecodeRecord(line)
 		if derr != nil {
 			return Record{}, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
 		}
 		return rec, nil
+	}
+}
+
+// nextPrepared returns the next record's table and its entity ready for a
+// $batch, or io.EOF, as next does (same errors). Bodies are cut from an
+// arena of the reader's: no allocation per entity.
+func (lr *lineReader) nextPrepared() (string, prepared, error) {
+	for {
+		line, err := lr.readLine()
+		if len(line) == 0 && err == io.EOF {
+			return "", prepared{}, io.EOF
+		}
+		if err != nil && err != io.EOF {
+			return "", prepared{}, fmt.Errorf("source: %s: %w", lr.path, err)
+		}
+		lr.line++
+		line = bytes.TrimRight(line, "\r\n")
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		lr.lastLen = len(line)
+		if need := 2*len(line) + 256; cap(lr.arena)-len(lr.arena) < need {
+			lr.arena = make([]byte, 0, max(1<<20, need))
+		}
+		out, table, pk, rk, ok := appendImportFast(lr.arena, line)
+		if ok {
+			body := out[len(lr.arena):len(out):len(out)]
+			lr.arena = out
+			return string(table), prepared{pk: string(pk), rk: string(rk), body: body}, nil
+		}
+		rec, derr := DecodeRecord(line)
+		if derr != nil {
+			return "", prepared{}, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
+		}
+		return rec.Table, prepared{pk: rec.Entity.PartitionKey, rk: rec.Entity.RowKey, body: appendRequestEntity(nil, rec.Entity)}, nil
 	}
 }
 
@@ -233,16 +278,21 @@ func (s *fileSink) write(table string, es []*partita.Entity) (int, error) {
 	for _, e := range es {
 		buf = AppendRecord(buf, table, e)
 	}
+	return len(buf), s.writeRecords(table, buf)
+}
+
+// writeRecords appends buf, JSONL records of table.
+func (s *fileSink) writeRecords(table string, buf []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sf, err := s.file(table)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := sf.w.Write(buf); err != nil {
-		return 0, fmt.Errorf("destination: %w", err)
+		return fmt.Errorf("destination: %w", err)
 	}
-	return len(buf), nil
+	return nil
 }
 
 // ensure creates the (empty) file of table, so that an empty table exports

@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -219,8 +220,7 @@ func appendRequestEntity(b []byte, e *partita.Entity) []byte {
 	b = wire.AppendString(b, e.RowKey)
 	for i := range e.Properties {
 		p := &e.Properties[i]
-		switch p.Value.Type {
-		case edm.Int64, edm.Double, edm.DateTime, edm.Guid, edm.Binary:
+		if annotated(p.Value.Type) {
 			b = append(b, ',')
 			// The name's JSON string with "@odata.type" inside its quotes,
 			// without building the concatenated name.
@@ -232,23 +232,35 @@ func appendRequestEntity(b []byte, e *partita.Entity) []byte {
 		b = append(b, ',')
 		b = wire.AppendString(b, p.Name)
 		b = append(b, ':')
-		switch p.Value.Type {
-		case edm.Int32:
-			b = strconv.AppendInt(b, p.Value.Int, 10)
-		case edm.Boolean:
-			b = strconv.AppendBool(b, p.Value.Bool())
-		case edm.Double:
-			f := p.Value.Float
-			if f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 {
-				b = appendValueText(b, p.Value)
-			} else {
-				b = edm.AppendDouble(b, f)
-			}
-		default:
-			b = appendValueText(b, p.Value)
-		}
+		b = appendRequestValue(b, p.Value)
 	}
 	return append(b, '}')
+}
+
+// annotated reports whether a request body annotates a value of type t.
+func annotated(t edm.Type) bool {
+	switch t {
+	case edm.Int64, edm.Double, edm.DateTime, edm.Guid, edm.Binary:
+		return true
+	}
+	return false
+}
+
+// appendRequestValue appends v as a request body's JSON value.
+func appendRequestValue(b []byte, v edm.Value) []byte {
+	switch v.Type {
+	case edm.Int32:
+		return strconv.AppendInt(b, v.Int, 10)
+	case edm.Boolean:
+		return strconv.AppendBool(b, v.Bool())
+	case edm.Double:
+		f := v.Float
+		if f != f || f > 1.7976931348623157e308 || f < -1.7976931348623157e308 {
+			return appendValueText(b, v)
+		}
+		return edm.AppendDouble(b, f)
+	}
+	return appendValueText(b, v)
 }
 
 // fastRecord reads a line in exactly the layout AppendRecord writes, with
@@ -271,6 +283,13 @@ func fastRecord(b []byte) (j jsonRecord, ok bool) {
 		}
 		start := i + 1
 		for k := start; k < len(b); k++ {
+			// Eight plain bytes at a time: a 1 KiB value is most of a line.
+			for k+8 <= len(b) && !needsEscape8(binary.LittleEndian.Uint64(b[k:])) {
+				k += 8
+			}
+			if k >= len(b) {
+				break
+			}
 			c := b[k]
 			if c == '"' {
 				seg := b[start:k]

@@ -41,13 +41,103 @@ func (r keyRange) filter(user string) string {
 
 // page is one page of a query.
 type page struct {
-	entities       []*partita.Entity
+	entities []*partita.Entity
+	// prepared: a copy's page ready for $batch (queryPrepared).
+	prepared []prepared
+	// records and count: an export's page as JSONL (queryRecords).
+	records        []byte
+	count          int
 	bytes          int
 	nextPK, nextRK string
 }
 
 // queryPage reads one page of table with filter from the continuation.
 func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, top int, sel string) (*page, error) {
+	resp, values, p, err := c.queryRaw(ctx, table, filter, npk, nrk, top, sel)
+	if err != nil {
+		return nil, err
+	}
+	p.entities = make([]*partita.Entity, 0, len(values))
+	for _, raw := range values {
+		e, _, _, err := wire.DecodeEntity(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
+		}
+		p.entities = append(p.entities, e)
+	}
+	// The entities hold copies (DecodeEntity copies every string and
+	// value), so the body's buffer can serve the next response.
+	resp.release()
+	return p, nil
+}
+
+// queryRecords reads one page like queryPage and returns it as the JSONL
+// records of its entities in table (page.records, page.count), for an
+// export: most entities go straight from the response to their record
+// (appendRecordFast), the rest through DecodeEntity and AppendRecord.
+func (c *client) queryRecords(ctx context.Context, table, filter, npk, nrk string) (*page, error) {
+	resp, values, p, err := c.queryRaw(ctx, table, filter, npk, nrk, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	var l liteEntity
+	recs := make([]byte, 0, len(resp.body)+len(resp.body)/8)
+	for _, raw := range values {
+		var ok bool
+		if recs, ok = l.appendRecordFast(recs, table, raw); ok {
+			continue
+		}
+		e, _, _, err := wire.DecodeEntity(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
+		}
+		recs = AppendRecord(recs, table, e)
+	}
+	p.records, p.count = recs, len(values)
+	resp.release()
+	return p, nil
+}
+
+// queryPrepared reads one page like queryPage and returns its entities
+// ready for a $batch (page.prepared): most go straight from the response
+// to their request body (appendRequestFast), the rest through DecodeEntity
+// and appendRequestEntity.
+func (c *client) queryPrepared(ctx context.Context, table, filter, npk, nrk string) (*page, error) {
+	resp, values, p, err := c.queryRaw(ctx, table, filter, npk, nrk, 0, "")
+	if err != nil {
+		return nil, err
+	}
+	var l liteEntity
+	// One buffer for every body of the page; offsets until it stops growing.
+	buf := make([]byte, 0, len(resp.body))
+	ends := make([]int, len(values))
+	p.prepared = make([]prepared, len(values))
+	for i, raw := range values {
+		var ok bool
+		var pk, rk []byte
+		if buf, pk, rk, ok = l.appendRequestFast(buf, raw); ok {
+			p.prepared[i].pk, p.prepared[i].rk = string(pk), string(rk)
+		} else {
+			e, _, _, err := wire.DecodeEntity(raw)
+			if err != nil {
+				return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
+			}
+			p.prepared[i].pk, p.prepared[i].rk = e.PartitionKey, e.RowKey
+			buf = appendRequestEntity(buf, e)
+		}
+		ends[i] = len(buf)
+	}
+	start := 0
+	for i, end := range ends {
+		p.prepared[i].body = buf[start:end:end]
+		start = end
+	}
+	resp.release()
+	return p, nil
+}
+
+// queryRaw sends the query of one page and splits its entities.
+func (c *client) queryRaw(ctx context.Context, table, filter, npk, nrk string, top int, sel string) (*response, [][]byte, *page, error) {
 	var q []string
 	if filter != "" {
 		q = append(q, "$filter="+queryEscape(filter))
@@ -67,26 +157,19 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 	r := &request{method: http.MethodGet, path: "/" + table + "()", query: strings.Join(q, "&")}
 	resp, err := c.do(ctx, r)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if resp.status != http.StatusOK {
-		return nil, c.fail(r, resp)
+		return nil, nil, nil, c.fail(r, resp)
 	}
 	values, err := splitValues(resp.body)
 	if err != nil {
-		return nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
+		return nil, nil, nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
 	}
-	p := &page{bytes: len(resp.body), entities: make([]*partita.Entity, 0, len(values))}
-	for _, raw := range values {
-		e, _, _, err := wire.DecodeEntity(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
-		}
-		p.entities = append(p.entities, e)
-	}
+	p := &page{bytes: len(resp.body)}
 	p.nextPK = resp.header.Get("x-ms-continuation-NextPartitionKey")
 	p.nextRK = resp.header.Get("x-ms-continuation-NextRowKey")
-	return p, nil
+	return resp, values, p, nil
 }
 
 // partitions lists up to limit distinct PartitionKeys of table in order,
@@ -172,29 +255,63 @@ var indexRE = regexp.MustCompile(`^(\d+):`)
 // the multipart framing.
 const maxBatchBytes = 3 << 20
 
+// prepared is an entity ready for a $batch: its keys and its request body
+// (appendRequestEntity's).
+type prepared struct {
+	pk, rk string
+	body   []byte
+}
+
+// prepare builds the request bodies of es.
+func prepare(es []*partita.Entity) []prepared {
+	// One buffer for every body (appending each to nil regrew it from
+	// nothing, entity after entity); offsets until it stops growing.
+	ps := make([]prepared, len(es))
+	ends := make([]int, len(es))
+	n := 0
+	for _, e := range es {
+		n += 64 + len(e.PartitionKey) + len(e.RowKey)
+		for i := range e.Properties {
+			p := &e.Properties[i]
+			n += 2*len(p.Name) + 64 + len(p.Value.Str) + len(p.Value.Bin)*4/3
+		}
+	}
+	buf := make([]byte, 0, n)
+	for i, e := range es {
+		buf = appendRequestEntity(buf, e)
+		ends[i] = len(buf)
+	}
+	start := 0
+	for i, e := range es {
+		ps[i] = prepared{pk: e.PartitionKey, rk: e.RowKey, body: buf[start:ends[i]:ends[i]]}
+		start = ends[i]
+	}
+	return ps
+}
+
 // writeBatch writes entities of one partition of table with
 // insert-or-replace in one $batch. A refused entity comes back as
 // *Refused with its index; other failures as errors.
-func (c *client) writeBatch(ctx context.Context, table string, es []*partita.Entity) (int, error) {
-	b := &changeset.Batch{Changeset: true, Requests: make([]changeset.Request, len(es))}
+func (c *client) writeBatch(ctx context.Context, table string, ps []prepared) (int, error) {
+	b := &changeset.Batch{Changeset: true, Requests: make([]changeset.Request, len(ps))}
 	size := 0
-	for i, e := range es {
-		body := appendRequestEntity(nil, e)
-		size += len(body)
+	for i := range ps {
+		p := &ps[i]
+		size += len(p.body)
 		b.Requests[i] = changeset.Request{
 			Method: http.MethodPut,
-			Target: c.ep.Base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey),
+			Target: c.ep.Base + "/" + wire.EntityPath(table, p.pk, p.rk),
 			Header: http.Header{
 				"Content-Type":       {"application/json"},
 				"Accept":             {"application/json;odata=minimalmetadata"},
 				"Dataserviceversion": {"3.0"},
-				"Content-Length":     {strconv.Itoa(len(body))},
+				"Content-Length":     {strconv.Itoa(len(p.body))},
 			},
-			Body: body,
+			Body: p.body,
 		}
 	}
 	bb, cb := "batch_"+newID(), "changeset_"+newID()
-	body := changeset.AppendRequest(make([]byte, 0, size+len(es)*400+256), bb, cb, b)
+	body := changeset.AppendRequest(make([]byte, 0, size+len(ps)*400+256), bb, cb, b)
 	r := &request{method: http.MethodPost, path: "/$batch", body: body, contentType: changeset.ContentType(bb)}
 	resp, err := c.do(ctx, r)
 	if err != nil {
@@ -202,24 +319,24 @@ func (c *client) writeBatch(ctx context.Context, table string, es []*partita.Ent
 	}
 	if resp.status != http.StatusAccepted {
 		se := c.fail(r, resp)
-		return 0, c.refusal(table, es, se.Code, se.Message, se)
+		return 0, c.refusal(table, ps, se.Code, se.Message, se)
 	}
 	status, code, msg := batchFailure(resp.body)
 	if status == 0 {
 		return len(body), nil
 	}
-	return 0, c.refusal(table, es, code, msg, &ServiceError{Side: c.side, Method: "POST", Path: "/$batch", Status: status, Code: code, Message: msg})
+	return 0, c.refusal(table, ps, code, msg, &ServiceError{Side: c.side, Method: "POST", Path: "/$batch", Status: status, Code: code, Message: msg})
 }
 
 // refusal turns a failed batch into *Refused when it names an entity.
-func (c *client) refusal(table string, es []*partita.Entity, code, msg string, err error) error {
+func (c *client) refusal(table string, ps []prepared, code, msg string, err error) error {
 	if m := indexRE.FindStringSubmatch(msg); m != nil {
-		if i, _ := strconv.Atoi(m[1]); i < len(es) {
-			return &Refused{Table: table, PartitionKey: es[i].PartitionKey, RowKey: es[i].RowKey, Code: code, Message: msg[len(m[0]):]}
+		if i, _ := strconv.Atoi(m[1]); i < len(ps) {
+			return &Refused{Table: table, PartitionKey: ps[i].pk, RowKey: ps[i].rk, Code: code, Message: msg[len(m[0]):]}
 		}
 	}
-	if len(es) == 1 && code != "" {
-		return &Refused{Table: table, PartitionKey: es[0].PartitionKey, RowKey: es[0].RowKey, Code: code, Message: msg}
+	if len(ps) == 1 && code != "" {
+		return &Refused{Table: table, PartitionKey: ps[0].pk, RowKey: ps[0].rk, Code: code, Message: msg}
 	}
 	return err
 }

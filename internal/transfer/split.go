@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 )
@@ -126,22 +127,27 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index after the string starting at b[i] == '"'.
+// It skips eight bytes at a time that hold no '"', '\\' or control
+// character (bytes.IndexAny was a fifth of an export's CPU).
 func skipString(b []byte, i int) (int, bool) {
 	i++
-	for {
-		j := bytes.IndexAny(b[i:], "\"\\")
-		if j < 0 {
-			return 0, false
+	for i < len(b) {
+		for i+8 <= len(b) && !needsEscape8(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
 		}
-		i += j
-		if b[i] == '"' {
+		if i >= len(b) {
+			break
+		}
+		switch b[i] {
+		case '"':
 			return i + 1, true
-		}
-		i += 2 // a backslash and the character it escapes
-		if i > len(b) {
-			return 0, false
+		case '\\':
+			i += 2 // a backslash and the character it escapes
+		default:
+			i++
 		}
 	}
+	return 0, false
 }
 
 // skipValue returns the index after the JSON value at b[i]: strings are
@@ -155,7 +161,8 @@ func skipValue(b []byte, i int) (int, bool) {
 	case '"':
 		return skipString(b, i)
 	case '{', '[':
-		var stack []byte
+		var st [16]byte
+		stack := st[:0]
 		for i < len(b) {
 			switch c := b[i]; c {
 			case '"':
