@@ -157,7 +157,15 @@ func Decode(contentType string, body []byte, maxOps int) (*Batch, error) {
 	if !validBoundary(boundary) {
 		return nil, invalid(-1, "request Content-Type %q has no usable boundary", clip([]byte(contentType)))
 	}
+	if b, ok := decodeStrict(body, boundary, maxOps); ok {
+		return b, nil
+	}
+	return decodeStd(body, boundary, maxOps)
+}
 
+// decodeStd is Decode on mime/multipart: the reference for every input,
+// and the path of every input that decodeStrict leaves to it.
+func decodeStd(body []byte, boundary string, maxOps int) (*Batch, error) {
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	part, err := mr.NextRawPart()
 	if err == io.EOF {
