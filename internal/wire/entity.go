@@ -6,7 +6,6 @@ package wire
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -46,7 +45,7 @@ func invalidInput() error { return partita.NewError(partita.CodeInvalidInput, pa
 
 type rawProp struct {
 	name string
-	tok  json.Token // string, json.Number, bool or nil
+	tok  token
 }
 
 // DecodeEntity parses an entity JSON body (docs/COMPATIBILITY.md §5). Keys are
@@ -62,17 +61,16 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 	props := make([]rawProp, 0, 16)
 	var types annotations
 	names := dupSet{list: make([]string, 0, 16)}
-	err := scanObject(body, func(name string, v any) error {
+	err := scanObject(body, func(name string, v token) error {
 		if names.add(name) {
 			return partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)
 		}
 		if i := strings.IndexByte(name, '@'); i >= 0 {
 			if name[i:] == "@odata.type" {
-				s, ok := v.(string)
-				if !ok {
+				if v.kind != tokString {
 					return invalidInput()
 				}
-				types = append(types, [2]string{name[:i], s})
+				types = append(types, [2]string{name[:i], v.s})
 			}
 			return nil
 		}
@@ -95,9 +93,9 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 		case partita.PropTimestamp:
 			continue
 		case partita.PropPartitionKey, partita.PropRowKey:
-			s, ok := p.tok.(string)
+			s, ok := p.tok.s, p.tok.kind == tokString
 			if !ok {
-				if p.tok == nil {
+				if p.tok.kind == tokNull {
 					return nil, false, false, partita.NewError(partita.CodePropertiesNeedValue, partita.MsgPropertiesNeedValue)
 				}
 				return nil, false, false, invalidInput()
@@ -112,7 +110,7 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 			}
 			continue
 		}
-		if p.tok == nil {
+		if p.tok.kind == tokNull {
 			continue
 		}
 		t, _ := types.get(p.name)
@@ -169,15 +167,15 @@ func (d *dupSet) add(name string) bool {
 	return false
 }
 
-func toValue(name string, tok json.Token, typ string) (edm.Value, error) {
+func toValue(name string, tok token, typ string) (edm.Value, error) {
 	if typ == "" {
-		switch v := tok.(type) {
-		case string:
-			return edm.StringValue(v), nil
-		case bool:
-			return edm.BoolValue(v), nil
-		case json.Number:
-			s := string(v)
+		switch tok.kind {
+		case tokString:
+			return edm.StringValue(tok.s), nil
+		case tokBool:
+			return edm.BoolValue(tok.b), nil
+		case tokNumber:
+			s := tok.s
 			if !strings.ContainsAny(s, ".eE") {
 				if i, err := strconv.ParseInt(s, 10, 32); err == nil {
 					return edm.Int32Value(int32(i)), nil
@@ -198,11 +196,7 @@ func toValue(name string, tok json.Token, typ string) (edm.Value, error) {
 	if !ok {
 		return edm.Value{}, invalidInput()
 	}
-	text, isStr := tok.(string)
-	num, isNum := tok.(json.Number)
-	if isNum {
-		text = string(num)
-	}
+	text, isStr, isNum := tok.s, tok.kind == tokString, tok.kind == tokNumber
 	switch t {
 	case edm.String:
 		if !isStr {
@@ -210,8 +204,8 @@ func toValue(name string, tok json.Token, typ string) (edm.Value, error) {
 		}
 		return edm.StringValue(text), nil
 	case edm.Boolean:
-		if b, ok := tok.(bool); ok {
-			return edm.BoolValue(b), nil
+		if tok.kind == tokBool {
+			return edm.BoolValue(tok.b), nil
 		}
 		if isStr && (text == "true" || text == "false") {
 			return edm.BoolValue(text == "true"), nil
