@@ -6,6 +6,7 @@ package wire
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -45,7 +46,7 @@ func invalidInput() error { return partita.NewError(partita.CodeInvalidInput, pa
 
 type rawProp struct {
 	name string
-	tok  token
+	tok  json.Token // string, json.Number, bool or nil
 }
 
 // DecodeEntity parses an entity JSON body (docs/COMPATIBILITY.md §5). Keys are
@@ -61,16 +62,17 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 	props := make([]rawProp, 0, 16)
 	var types annotations
 	names := dupSet{list: make([]string, 0, 16)}
-	err := scanObject(body, func(name string, v token) error {
+	err := scanObject(body, func(name string, v any) error {
 		if names.add(name) {
 			return partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)
 		}
 		if i := strings.IndexByte(name, '@'); i >= 0 {
 			if name[i:] == "@odata.type" {
-				if v.kind != tokString {
+				s, ok := v.(string)
+				if !ok {
 					return invalidInput()
 				}
-				types = append(types, [2]string{name[:i], v.s})
+				types = append(types, [2]string{name[:i], s})
 			}
 			return nil
 		}
@@ -93,9 +95,9 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 		case partita.PropTimestamp:
 			continue
 		case partita.PropPartitionKey, partita.PropRowKey:
-			s, ok := p.tok.s, p.tok.kind == tokString
+			s, ok := p.tok.(string)
 			if !ok {
-				if p.tok.kind == tokNull {
+				if p.tok == nil {
 					return nil, false, false, partita.NewError(partita.CodePropertiesNeedValue, partita.MsgPropertiesNeedValue)
 				}
 				return nil, false, false, invalidInput()
@@ -110,7 +112,7 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 			}
 			continue
 		}
-		if p.tok.kind == tokNull {
+		if p.tok == nil {
 			continue
 		}
 		t, _ := types.get(p.name)
@@ -167,15 +169,15 @@ func (d *dupSet) add(name string) bool {
 	return false
 }
 
-func toValue(name string, tok token, typ string) (edm.Value, error) {
+func toValue(name string, tok json.Token, typ string) (edm.Value, error) {
 	if typ == "" {
-		switch tok.kind {
-		case tokString:
-			return edm.StringValue(tok.s), nil
-		case tokBool:
-			return edm.BoolValue(tok.b), nil
-		case tokNumber:
-			s := tok.s
+		switch v := tok.(type) {
+		case string:
+			return edm.StringValue(v), nil
+		case bool:
+			return edm.BoolValue(v), nil
+		case json.Number:
+			s := string(v)
 			if !strings.ContainsAny(s, ".eE") {
 				if i, err := strconv.ParseInt(s, 10, 32); err == nil {
 					return edm.Int32Value(int32(i)), nil
@@ -196,7 +198,11 @@ func toValue(name string, tok token, typ string) (edm.Value, error) {
 	if !ok {
 		return edm.Value{}, invalidInput()
 	}
-	text, isStr, isNum := tok.s, tok.kind == tokString, tok.kind == tokNumber
+	text, isStr := tok.(string)
+	num, isNum := tok.(json.Number)
+	if isNum {
+		text = string(num)
+	}
 	switch t {
 	case edm.String:
 		if !isStr {
@@ -204,8 +210,8 @@ func toValue(name string, tok token, typ string) (edm.Value, error) {
 		}
 		return edm.StringValue(text), nil
 	case edm.Boolean:
-		if tok.kind == tokBool {
-			return edm.BoolValue(tok.b), nil
+		if b, ok := tok.(bool); ok {
+			return edm.BoolValue(b), nil
 		}
 		if isStr && (text == "true" || text == "false") {
 			return edm.BoolValue(text == "true"), nil

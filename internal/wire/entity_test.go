@@ -298,32 +298,3 @@ func TestAppendErrorInvalidUTF8(t *testing.T) {
 		t.Errorf("XML error body is not UTF-8: %q", x)
 	}
 }
-
-// benchEntity1K is the bench tool's entity: keys, an Int32 and a 1 KiB
-// string.
-var benchEntity1K = []byte(`{"PartitionKey":"p0001","RowKey":"r000000000002","Bucket":7,"Payload":"` + strings.Repeat("x", 1024) + `"}`)
-
-func BenchmarkDecodeEntity1K(b *testing.B) {
-	b.ReportAllocs()
-	b.SetBytes(int64(len(benchEntity1K)))
-	for b.Loop() {
-		if _, _, _, err := DecodeEntity(benchEntity1K); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// TestDecodeEntityAllocs: decoding the bench entity allocates the
-// entity, its property slice, the dup-name list and the strings kept
-// (names and string values; keys, the Int32's text): no token is boxed.
-func TestDecodeEntityAllocs(t *testing.T) {
-	n := testing.AllocsPerRun(100, func() {
-		if _, _, _, err := DecodeEntity(benchEntity1K); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if n > 10 {
-		t.Errorf("DecodeEntity: %v allocations, want at most 10", n)
-	}
-	t.Logf("%v allocations", n)
-}

@@ -15,45 +15,14 @@ var errJSON = errors.New("wire: malformed JSON")
 // errNested reports an object or array as a property value.
 var errNested = errors.New("wire: nested JSON value")
 
-// tokKind is the JSON type of a member value.
-type tokKind uint8
-
-const (
-	tokNull tokKind = iota
-	tokString
-	tokNumber // s is the number's text
-	tokBool
-)
-
-// token is a scalar member value: the information of encoding/json's
-// Decoder.Token, without the interface (boxing a string allocates).
-type token struct {
-	kind tokKind
-	b    bool   // tokBool
-	s    string // tokString, tokNumber
-}
-
-// any returns the token encoding/json's Decoder.Token gives for v: a
-// string, a json.Number, a bool or nil.
-func (v token) any() any {
-	switch v.kind {
-	case tokString:
-		return v.s
-	case tokNumber:
-		return json.Number(v.s)
-	case tokBool:
-		return v.b
-	}
-	return nil
-}
-
 // scanObject tokenizes a flat JSON object: string keys, values that are
 // strings, numbers, true, false or null. It calls fn for each member in
-// order, with the value's token (token.any is the token encoding/json's
-// Decoder.Token gives). Objects and arrays as values give errNested. It
-// replaces the Decoder on the insert path: it does one pass with no
-// reflection and allocates only the strings it returns.
-func scanObject(b []byte, fn func(name string, v token) error) error {
+// order; a string value is a string, a number a json.Number, true/false a
+// bool, null nil — the same tokens encoding/json's Decoder.Token gives.
+// Objects and arrays as values give errNested. It replaces the Decoder on
+// the insert path: it does one pass with no reflection and allocates only
+// the strings it returns.
+func scanObject(b []byte, fn func(name string, v any) error) error {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errJSON
@@ -81,11 +50,10 @@ func scanObject(b []byte, fn func(name string, v token) error) error {
 		if i >= len(b) {
 			return errJSON
 		}
-		var v token
+		var v any
 		switch c := b[i]; {
 		case c == '"':
-			v.kind = tokString
-			v.s, i, err = scanString(b, i)
+			v, i, err = scanString(b, i)
 			if err != nil {
 				return err
 			}
@@ -95,23 +63,23 @@ func scanObject(b []byte, fn func(name string, v token) error) error {
 			if !hasLit(b, i, "true") {
 				return errJSON
 			}
-			v, i = token{kind: tokBool, b: true}, i+4
+			v, i = true, i+4
 		case c == 'f':
 			if !hasLit(b, i, "false") {
 				return errJSON
 			}
-			v, i = token{kind: tokBool}, i+5
+			v, i = false, i+5
 		case c == 'n':
 			if !hasLit(b, i, "null") {
 				return errJSON
 			}
-			i += 4 // v is null
+			v, i = nil, i+4
 		case c == '-' || (c >= '0' && c <= '9'):
 			end, ok := scanNumber(b, i)
 			if !ok {
 				return errJSON
 			}
-			v, i = token{kind: tokNumber, s: string(b[i:end])}, end
+			v, i = json.Number(b[i:end]), end
 		default:
 			return errJSON
 		}

@@ -90,8 +90,7 @@ func hasLoneSurrogate(b []byte) bool {
 
 func scanAll(b []byte) ([]string, error) {
 	var out []string
-	err := scanObject(b, func(name string, tok token) error {
-		v := tok.any()
+	err := scanObject(b, func(name string, v any) error {
 		out = append(out, fmt.Sprintf("%q=%T:%v", name, v, v))
 		return nil
 	})
