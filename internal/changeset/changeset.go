@@ -45,7 +45,8 @@ type Request struct {
 	// Body is everything after the blank line that ends the headers, with
 	// leading and trailing spaces, tabs, CRs and LFs removed (JSON bodies; the
 	// JS SDK puts an extra CRLF before the body). Content-Length is ignored.
-	// nil when empty.
+	// nil when empty. It may share memory with the body given to Decode:
+	// the caller must not modify that while it uses the batch.
 	Body []byte
 	// ContentID is the value of a Content-ID header of the sub-request, or,
 	// if that is missing or empty, of its MIME part; "" if none.
