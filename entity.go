@@ -309,6 +309,22 @@ func (e *Entity) Size() int {
 	return n
 }
 
+// sizeBound is at least Size, from byte lengths alone: a string has no
+// more UTF-16 code units than UTF-8 bytes. Validate counts the code units
+// (a pass over every string) only when it exceeds the limit.
+func (e *Entity) sizeBound() int {
+	n := 4 + 2*len(e.PartitionKey) + 2*len(e.RowKey)
+	for _, p := range e.Properties {
+		n += 8 + 2*len(p.Name)
+		if p.Value.Type == edm.String {
+			n += 4 + 2*len(p.Value.Str)
+		} else {
+			n += valueSize(p.Value)
+		}
+	}
+	return n
+}
+
 func valueSize(v edm.Value) int {
 	switch v.Type {
 	case edm.String:
@@ -366,7 +382,7 @@ func (e *Entity) Validate() error {
 			}
 		}
 	}
-	if e.Size() > MaxEntitySize {
+	if e.sizeBound() > MaxEntitySize && e.Size() > MaxEntitySize {
 		return NewError(CodeEntityTooLarge, MsgEntityTooLarge)
 	}
 	return nil
@@ -380,7 +396,7 @@ func (e *Entity) CheckLimits() error {
 	if len(e.Properties) > MaxCustomProperties {
 		return NewError(CodeTooManyProperties, MsgTooManyProperties)
 	}
-	if e.Size() > MaxEntitySize {
+	if e.sizeBound() > MaxEntitySize && e.Size() > MaxEntitySize {
 		return NewError(CodeEntityTooLarge, MsgEntityTooLarge)
 	}
 	return nil

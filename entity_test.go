@@ -29,6 +29,46 @@ func TestEntitySize(t *testing.T) {
 	}
 }
 
+// FuzzSizeBound: sizeBound never undercounts Size, so Validate, which
+// counts UTF-16 units only past it, refuses exactly what it refused.
+func FuzzSizeBound(f *testing.F) {
+	f.Add("pk", "é", "S", "😀", []byte{1})
+	f.Fuzz(func(t *testing.T, pk, rk, name, str string, bin []byte) {
+		e := &Entity{PartitionKey: pk, RowKey: rk, Properties: []Property{
+			{Name: name, Value: edm.StringValue(str)}, {Name: "B", Value: edm.BinaryValue(bin)}, {Name: "I", Value: edm.Int64Value(1)}}}
+		if b, s := e.sizeBound(), e.Size(); b < s {
+			t.Fatalf("sizeBound %d < Size %d", b, s)
+		}
+	})
+}
+
+// TestValidate_SizeAtTheLimit: an entity of exactly MaxEntitySize in
+// UTF-16 terms (but more in bytes: 'é' is two of each) passes, and one
+// unit more does not.
+func TestValidate_SizeAtTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		over int
+		ok   bool
+	}{{0, true}, {2, false}} {
+		// The string is split over properties (each is limited too), and
+		// the last one sized so that the entity is MaxEntitySize+over.
+		var props []Property
+		for i := 0; i < 18; i++ {
+			props = append(props, Property{Name: fmt.Sprintf("S%02d", i), Value: edm.StringValue(strings.Repeat("é", 30000))})
+		}
+		e := &Entity{PartitionKey: "p", RowKey: "r", Properties: props}
+		last := &e.Properties[len(props)-1].Value
+		*last = edm.StringValue(strings.Repeat("é", 30000+(MaxEntitySize+tc.over-e.Size())/2))
+		if e.Size() != MaxEntitySize+tc.over {
+			t.Fatalf("test entity of %d", e.Size())
+		}
+		err := e.Validate()
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), string(CodeEntityTooLarge))) {
+			t.Errorf("size %d (limit %d): Validate = %v", e.Size(), MaxEntitySize, err)
+		}
+	}
+}
+
 func TestETag_FormAndRoundTrip(t *testing.T) {
 	ticks, err := edm.ParseDateTime("2024-01-02T03:04:05.1234567Z")
 	if err != nil {
@@ -94,6 +134,18 @@ func BenchmarkUTF16Len1K(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if utf16Len(s) != len(s) {
 			b.Fatal("wrong length")
+		}
+	}
+}
+
+// BenchmarkValidate1K validates the bench tool's entity: keys, an Int32
+// and a 1 KiB string.
+func BenchmarkValidate1K(b *testing.B) {
+	e := &Entity{PartitionKey: "p0001", RowKey: "r000000000002", Properties: []Property{
+		{Name: "Bucket", Value: edm.Int32Value(7)}, {Name: "Payload", Value: edm.StringValue(strings.Repeat("x", 1024))}}}
+	for b.Loop() {
+		if err := e.Validate(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

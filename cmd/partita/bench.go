@@ -27,6 +27,7 @@ real account. Workloads (--workload, comma list, default all in this order):
   table-scan      Bucket eq 7 over the whole table (0.1% match), following continuations
   mixed           70% get, 10% upsert, 10% merge, 10% range
   delete          DELETE with If-Match: * of what insert created (runs last)
+  batch-upsert    (not in all) $batch of --batch-size insert-or-replace (PUT) of new keys into one partition
   drop-table      (not in all) Delete Table as one timed operation
 insert, batch and delete run --count entities; the others run for --duration
 (after --warmup), at most --max-ops operations. Workloads that need data load

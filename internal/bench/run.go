@@ -26,11 +26,11 @@ import (
 var AllWorkloads = []string{"insert", "get", "upsert", "merge", "batch", "range", "partition-scan", "table-scan", "mixed", "delete"}
 
 // extraWorkloads are accepted by --workload but not part of "all".
-var extraWorkloads = []string{"drop-table"}
+var extraWorkloads = []string{"batch-upsert", "drop-table"}
 
 // countBound workloads run exactly --count entities (unless --duration
 // ends them first); the others run for --duration, at most --max-ops ops.
-var countBound = map[string]bool{"insert": true, "batch": true, "delete": true, "drop-table": true, "load": true}
+var countBound = map[string]bool{"insert": true, "batch": true, "batch-upsert": true, "delete": true, "drop-table": true, "load": true}
 
 // needsData workloads read or update existing entities.
 var needsData = map[string]bool{"get": true, "upsert": true, "merge": true, "range": true, "partition-scan": true, "mixed": true, "delete": true}
@@ -494,13 +494,14 @@ func (r *Runner) runWorkload(ctx context.Context, name string, limit uint64, dur
 			lo := row0 + (i/P)*bs
 			return r.opLoad(ctx, w, i%P, lo, min(lo+bs, row1))
 		}
-	case "batch":
+	case "batch", "batch-upsert":
 		total := limit
 		limit = (total + uint64(r.cfg.BatchSize) - 1) / uint64(r.cfg.BatchSize)
 		bs := r.batchNext
+		upsert := name == "batch-upsert"
 		op = func(w *worker, i uint64) (opResult, error) {
 			size := min(uint64(r.cfg.BatchSize), total-i*uint64(r.cfg.BatchSize))
-			return r.opBatch(ctx, w, bs+i, size)
+			return r.opBatch(ctx, w, bs+i, size, upsert)
 		}
 		defer func() { r.batchNext = bs + limit }()
 	case "delete":
@@ -673,7 +674,7 @@ func (r *Runner) runWorkload(ctx context.Context, name string, limit uint64, dur
 		res.ServerCPUSeconds, res.ServerCPUSource = srvCPU.Seconds(), srvSrc
 		res.ServerCPUUsPerOp = perUnit(srvCPU, res.Ops+res.Errors)
 		switch name {
-		case "batch", "load", "range":
+		case "batch", "batch-upsert", "load", "range":
 			res.ServerCPUUsPerEntity = perUnit(srvCPU, res.Entities)
 		case "partition-scan", "table-scan":
 			res.ServerCPUUsPerEntity = perUnit(srvCPU, res.Examined)
@@ -697,7 +698,7 @@ func (r *Runner) runWorkload(ctx context.Context, name string, limit uint64, dur
 		res.Note = "examined = full scans × table size (client-side count)"
 	case "partition-scan":
 		res.Note = "examined ≈ scans × table size / partitions"
-	case "batch", "load":
+	case "batch", "batch-upsert", "load":
 		res.Note = "entities = operations in successful changesets"
 	}
 	return res
@@ -779,8 +780,10 @@ func (r *Runner) opDelete(ctx context.Context, w *worker, e uint64) (opResult, e
 	return opResult{entities: 1, requests: 1}, nil
 }
 
-// opBatch inserts size new entities into one partition in one changeset.
-func (r *Runner) opBatch(ctx context.Context, w *worker, b, size uint64) (opResult, error) {
+// opBatch inserts size new entities into one partition in one changeset,
+// or, when upsert, writes them by insert-or-replace (PUT without If-Match,
+// what partita copy and import send).
+func (r *Runner) opBatch(ctx context.Context, w *worker, b, size uint64, upsert bool) (opResult, error) {
 	pk := appendPK(nil, b%uint64(r.cfg.Partitions))
 	if cap(w.reqs) < int(size) {
 		w.reqs = make([]changeset.Request, size)
@@ -793,6 +796,11 @@ func (r *Runner) opBatch(ctx context.Context, w *worker, b, size uint64) (opResu
 		w.rk = append(w.rk, r.runTag...)
 		w.rk = itoaPad(w.rk, seq, rkWidth)
 		reqs[k] = r.batchInsert(reqs[k], target, pk, w.rk, seq, w.rng)
+		if upsert {
+			w.path = appendEntityPath(w.path[:0], r.table, pk, w.rk)
+			reqs[k].Method = http.MethodPut
+			reqs[k].Target = r.c.Base() + string(w.path)
+		}
 	}
 	return r.sendBatch(ctx, w, reqs)
 }

@@ -45,7 +45,8 @@ type Request struct {
 	// Body is everything after the blank line that ends the headers, with
 	// leading and trailing spaces, tabs, CRs and LFs removed (JSON bodies; the
 	// JS SDK puts an extra CRLF before the body). Content-Length is ignored.
-	// nil when empty.
+	// nil when empty. It may share memory with the body given to Decode:
+	// the caller must not modify that while it uses the batch.
 	Body []byte
 	// ContentID is the value of a Content-ID header of the sub-request, or,
 	// if that is missing or empty, of its MIME part; "" if none.
@@ -157,7 +158,15 @@ func Decode(contentType string, body []byte, maxOps int) (*Batch, error) {
 	if !validBoundary(boundary) {
 		return nil, invalid(-1, "request Content-Type %q has no usable boundary", clip([]byte(contentType)))
 	}
+	if b, ok := decodeStrict(body, boundary, maxOps); ok {
+		return b, nil
+	}
+	return decodeStd(body, boundary, maxOps)
+}
 
+// decodeStd is Decode on mime/multipart: the reference for every input,
+// and the path of every input that decodeStrict leaves to it.
+func decodeStd(body []byte, boundary string, maxOps int) (*Batch, error) {
 	mr := multipart.NewReader(bytes.NewReader(body), boundary)
 	part, err := mr.NextRawPart()
 	if err == io.EOF {

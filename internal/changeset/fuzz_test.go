@@ -3,6 +3,7 @@ package changeset
 import (
 	"bytes"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,6 +60,8 @@ func FuzzDecode(f *testing.F) {
 }
 
 func checkDecode(t *testing.T, contentType string, body []byte, roundTrip bool) {
+	checkStrict(t, contentType, body, 100)
+	checkStrict(t, contentType, body, 1)
 	b, err := Decode(contentType, body, 100)
 	if err != nil {
 		e, ok := err.(*Error)
@@ -133,4 +136,40 @@ func TestRoundTripNearValid(t *testing.T) {
 		t.Fatalf("only %d of %d mutated inputs decoded: the test no longer exercises the round trip", decoded, n)
 	}
 	t.Logf("%d of %d mutated inputs decoded", decoded, n)
+}
+
+// checkStrict: when decodeStrict decodes an input, decodeStd (the
+// mime/multipart reference) decodes it to the same batch, exactly (nil
+// and empty bodies and headers apart).
+func checkStrict(t *testing.T, contentType string, body []byte, maxOps int) bool {
+	t.Helper()
+	mt, params := parseMediaType(contentType)
+	if !strings.HasPrefix(mt, "multipart/") || !validBoundary(params["boundary"]) {
+		return false
+	}
+	got, ok := decodeStrict(body, params["boundary"], maxOps)
+	if !ok {
+		return false
+	}
+	want, err := decodeStd(body, params["boundary"], maxOps)
+	if err != nil {
+		t.Fatalf("decodeStrict decoded what decodeStd rejects (%v): %q", err, body)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decodeStrict and decodeStd differ on %q:\n%+v\n%+v", body, got, want)
+	}
+	return true
+}
+
+// TestStrictTakesSDKBodies: the SDKs' changesets take the in-place path
+// (else checkStrict would check nothing on them), and the layouts it
+// leaves to mime/multipart do not.
+func TestStrictTakesSDKBodies(t *testing.T) {
+	want := map[string]bool{"go-sdk": true, "js-sdk": true, "legacy-lf": true, "java-quoted-contentid-keys": true, "go-sdk-lf": true,
+		"retrieve": false, "old-js-missing-close": false}
+	for _, tc := range goldenCases {
+		if got := checkStrict(t, tc.contentType, []byte(tc.body), 100); got != want[tc.name] {
+			t.Errorf("%s: decodeStrict ok = %v, want %v", tc.name, got, want[tc.name])
+		}
+	}
 }

@@ -230,10 +230,14 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 			return &partita.BatchError{Index: 0, Err: err}
 		}
 		keys := make([][]byte, len(ops))
+		read := make([]int, 0, len(ops)) // the operations that need their current value
 		for i, op := range ops {
 			keys[i] = entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
+			if s.needsCurrent(op.Kind) {
+				read = append(read, i)
+			}
 		}
-		cur, err := readMany(tx, keys)
+		cur, err := readMany(tx, keys, read)
 		if err != nil {
 			return err
 		}
@@ -260,15 +264,16 @@ func (s *Store) needsCurrent(k partita.OpKind) bool {
 	return k != partita.OpInsertOrReplace || s.opts.Shared
 }
 
-// readMany reads the current values of a batch's entities with one
-// iterator and ascending seeks, which costs far less than a Get per key
-// when the keys are new (a Get of an absent key probes every level). The
-// keys are distinct, so no operation of the batch changes another's
-// current value. A nil value means absent.
-func readMany(tx kv.Txn, keys [][]byte) ([][]byte, error) {
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
+// readMany reads the current values of the keys of a batch's entities
+// whose indexes are in order (which it sorts), with one iterator and
+// ascending seeks, which costs far less than a Get per key when the keys
+// are new (a Get of an absent key probes every level). The keys are
+// distinct, so no operation of the batch changes another's current value.
+// A nil value means absent, or not read.
+func readMany(tx kv.Txn, keys [][]byte, order []int) ([][]byte, error) {
+	vals := make([][]byte, len(keys))
+	if len(order) == 0 {
+		return vals, nil // a batch of blind insert-or-replace reads nothing
 	}
 	sort.Slice(order, func(a, b int) bool { return bytes.Compare(keys[order[a]], keys[order[b]]) < 0 })
 	lo := keys[order[0]]
@@ -278,7 +283,6 @@ func readMany(tx kv.Txn, keys [][]byte) ([][]byte, error) {
 		return nil, err
 	}
 	defer it.Close()
-	vals := make([][]byte, len(keys))
 	for _, i := range order {
 		if it.SeekGE(keys[i]) && bytes.Equal(it.Key(), keys[i]) {
 			vals[i] = bytes.Clone(it.Value())
