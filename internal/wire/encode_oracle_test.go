@@ -232,4 +232,3 @@ func BenchmarkAppendEntity1KFull(b *testing.B) {
 		buf = AppendEntity(buf[:0], e, o)
 	}
 }
-
