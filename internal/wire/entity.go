@@ -315,17 +315,30 @@ func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
 			key("odata.metadata")
 			b = appendString(b, o.Base+"/$metadata#"+o.Table+"/@Element")
 		}
+		// Full metadata's strings are appended piece by piece, not built
+		// with + first: JSON escaping works byte by byte, so the escaped
+		// pieces are the escaped whole, without a string per entity.
 		if o.Metadata == FullMetadata {
 			key("odata.type")
-			b = appendString(b, o.Account+"."+o.Table)
+			b = append(b, '"')
+			b = appendStringBody(b, o.Account)
+			b = append(b, '.')
+			b = appendStringBody(b, o.Table)
+			b = append(b, '"')
 			key("odata.id")
-			b = appendString(b, o.Base+"/"+EntityPath(o.Table, e.PartitionKey, e.RowKey))
+			b = append(b, '"')
+			b = appendStringBody(b, o.Base)
+			b = append(b, '/')
+			b = appendEntityPath(b, o.Table, e.PartitionKey, e.RowKey)
+			b = append(b, '"')
 		}
 		key("odata.etag")
 		b = partita.AppendJSONETag(b, e.Timestamp)
 		if o.Metadata == FullMetadata {
 			key("odata.editLink")
-			b = appendString(b, EntityPath(o.Table, e.PartitionKey, e.RowKey))
+			b = append(b, '"')
+			b = appendEntityPath(b, o.Table, e.PartitionKey, e.RowKey)
+			b = append(b, '"')
 		}
 	}
 	writeSys := func(name string) {
@@ -451,6 +464,12 @@ const hexDigits = "0123456789abcdef"
 // appendString appends s as a JSON string.
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
+	b = appendStringBody(b, s)
+	return append(b, '"')
+}
+
+// appendStringBody appends s JSON-escaped, without the quotes.
+func appendStringBody(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		// Skip eight clean bytes at a time (most strings have nothing to
@@ -480,8 +499,7 @@ func appendString(b []byte, s string) []byte {
 		}
 		start = i + 1
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	return append(b, s[start:]...)
 }
 
 // needsEscape8 reports whether any of the eight bytes in x is below 0x20,
@@ -513,6 +531,37 @@ func AppendString(b []byte, s string) []byte { return appendString(b, s) }
 func EntityPath(table, pk, rk string) string {
 	return table + "(PartitionKey='" + escapeData(strings.ReplaceAll(pk, "'", "''")) +
 		"',RowKey='" + escapeData(strings.ReplaceAll(rk, "'", "''")) + "')"
+}
+
+// appendEntityPath appends EntityPath(table, pk, rk) JSON-escaped (without
+// quotes). The escaped keys are all unreserved bytes and %XX, which JSON
+// leaves alone; the table name goes through the JSON escaper.
+func appendEntityPath(b []byte, table, pk, rk string) []byte {
+	b = appendStringBody(b, table)
+	b = append(b, "(PartitionKey='"...)
+	b = appendKeyLiteral(b, pk)
+	b = append(b, "',RowKey='"...)
+	b = appendKeyLiteral(b, rk)
+	return append(b, "')"...)
+}
+
+// appendKeyLiteral appends escapeData(strings.ReplaceAll(k, "'", "”")).
+func appendKeyLiteral(b []byte, k string) []byte {
+	start := 0
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if unreserved(c) && c != '\'' {
+			continue
+		}
+		b = append(b, k[start:i]...)
+		if c == '\'' {
+			b = append(b, '\'', '\'')
+		} else {
+			b = append(b, '%', "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&0xF])
+		}
+		start = i + 1
+	}
+	return append(b, k[start:]...)
 }
 
 // escapeData percent-encodes every byte but A-Z a-z 0-9 - _ . ~ and the
