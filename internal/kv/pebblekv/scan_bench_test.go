@@ -26,8 +26,9 @@ import (
 //	go test ./internal/kv/pebblekv -run '^$' -bench 'Scan|PointGet|Insert1x1K|Batch100x1K' -count 6 | tee /tmp/vs.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /valuesep /tmp/vs.txt
 //
-// For experiments, PARTITA_BENCH_MEMTABLE_MB sets the memtable size and
-// PARTITA_VALUESEP the policy's fields (export_test.go).
+// For experiments, PARTITA_BENCH_MEMTABLE_MB sets the memtable size,
+// PARTITA_BENCH_BLOCK_KB the block size and PARTITA_VALUESEP the policy's
+// fields (export_test.go).
 
 const (
 	benchN        = 20000
@@ -101,6 +102,9 @@ func openBench(b *testing.B, noSync bool) *pebblekv.DB {
 	o := &pebblekv.Options{NoSync: noSync, MinFreeBytes: -1}
 	if mb, err := strconv.Atoi(os.Getenv("PARTITA_BENCH_MEMTABLE_MB")); err == nil { // experiments
 		o.MemTableSize = uint64(mb) << 20
+	}
+	if kb, err := strconv.Atoi(os.Getenv("PARTITA_BENCH_BLOCK_KB")); err == nil { // experiments
+		defer pebblekv.SetBlockSize(kb << 10)()
 	}
 	db, err := pebblekv.Open(b.TempDir(), o)
 	if err != nil {
