@@ -354,3 +354,32 @@ func BenchmarkAppendEntityJSON1K(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+// TestShortLoadWarns: when the load that a workload needs is cut short by
+// its time cap, the log says how much of --count the table holds.
+func TestShortLoadWarns(t *testing.T) {
+	null := nullserver.Handler(64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && !strings.HasSuffix(r.URL.Path, "/Tables") {
+			time.Sleep(20 * time.Millisecond) // an insert: the load outlasts its cap
+		}
+		null.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := Defaults
+	cfg.Endpoint = srv.URL + "/devstoreaccount1"
+	cfg.Workloads = []string{"get"}
+	cfg.Count, cfg.MaxOps, cfg.Concurrency, cfg.Warmup, cfg.Progress = 1000, 3, 1, 0, "none"
+	cfg.Duration = 100 * time.Millisecond
+	var log bytes.Buffer
+	r, err := NewRunner(cfg, &log, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "of 1000 entities loaded within 100ms") {
+		t.Errorf("no warning of the short load in the log:\n%s", log.String())
+	}
+}

@@ -39,6 +39,14 @@ func SetValueSeparation(on bool) (restore func()) {
 	return func() { valueSeparation = old }
 }
 
+// SetBlockSize sets the block size of the stores opened until restore is
+// called (benchmarks compare sizes).
+func SetBlockSize(n int) (restore func()) {
+	old := blockSize
+	blockSize = n
+	return func() { blockSize = old }
+}
+
 // IterStats returns the Pebble statistics of an iterator of this engine.
 func IterStats(it interface{ Close() error }) pebble.IteratorStats {
 	return it.(iter).Stats()

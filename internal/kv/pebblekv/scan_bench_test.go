@@ -26,8 +26,9 @@ import (
 //	go test ./internal/kv/pebblekv -run '^$' -bench 'Scan|PointGet|Insert1x1K|Batch100x1K' -count 6 | tee /tmp/vs.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /valuesep /tmp/vs.txt
 //
-// For experiments, PARTITA_BENCH_MEMTABLE_MB sets the memtable size and
-// PARTITA_VALUESEP the policy's fields (export_test.go).
+// For experiments, PARTITA_BENCH_MEMTABLE_MB sets the memtable size,
+// PARTITA_BENCH_BLOCK_KB the block size and PARTITA_VALUESEP the policy's
+// fields (export_test.go).
 
 const (
 	benchN        = 20000
@@ -101,6 +102,9 @@ func openBench(b *testing.B, noSync bool) *pebblekv.DB {
 	o := &pebblekv.Options{NoSync: noSync, MinFreeBytes: -1}
 	if mb, err := strconv.Atoi(os.Getenv("PARTITA_BENCH_MEMTABLE_MB")); err == nil { // experiments
 		o.MemTableSize = uint64(mb) << 20
+	}
+	if kb, err := strconv.Atoi(os.Getenv("PARTITA_BENCH_BLOCK_KB")); err == nil { // experiments
+		defer pebblekv.SetBlockSize(kb << 10)()
 	}
 	db, err := pebblekv.Open(b.TempDir(), o)
 	if err != nil {
@@ -183,6 +187,15 @@ func settle(b *testing.B, db *pebblekv.DB) {
 	}
 }
 
+// reportProcessCPU reports the process's CPU time since cpu0 per
+// operation: the steadier figure on a shared machine, where the rate
+// depends on what else runs.
+func reportProcessCPU(b *testing.B, cpu0 time.Duration, ok bool, unit string) {
+	if cpu1, ok1 := processCPU(); ok && ok1 && b.N > 0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), unit)
+	}
+}
+
 // BenchmarkPointGet reads random values of the rewritten table from 16
 // readers.
 func BenchmarkPointGet(b *testing.B) {
@@ -191,7 +204,9 @@ func BenchmarkPointGet(b *testing.B) {
 		loadTable(b, db, benchRewrites)
 		var seq atomic.Uint64
 		b.SetParallelism(8)
+		cpu0, cpuOK := processCPU()
 		b.ResetTimer()
+		defer reportProcessCPU(b, cpu0, cpuOK, "cpu-ns/get")
 		b.RunParallel(func(pb *testing.PB) {
 			rng := rand.New(rand.NewPCG(seq.Add(1), 5))
 			var key []byte
@@ -223,7 +238,9 @@ func BenchmarkInsert1x1K(b *testing.B) {
 		next := atomic.Uint64{}
 		next.Store(benchN * 100)
 		b.SetParallelism(8)
+		cpu0, cpuOK := processCPU()
 		b.ResetTimer()
+		defer reportProcessCPU(b, cpu0, cpuOK, "cpu-ns/insert")
 		b.RunParallel(func(pb *testing.PB) {
 			var key []byte
 			for pb.Next() {
