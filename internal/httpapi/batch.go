@@ -271,7 +271,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		if len(sr.Body) == 0 {
 			return nil, false, false, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 		}
-		return wire.DecodeEntity(sr.Body)
+		return wire.DecodeEntityInPlace(sr.Body) // the batch body outlives the write and is not modified
 	}
 	switch {
 	case res.kind == resEntities && method == http.MethodPost:
