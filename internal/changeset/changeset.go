@@ -383,7 +383,7 @@ func parseRequest(data []byte, index int) (Request, error) {
 		if hasCTL(value, true) {
 			return req, invalid(index, "control character in sub-request header %q", clip([]byte(name)))
 		}
-		key := textproto.CanonicalMIMEHeaderKey(name)
+		key := canonicalKey(name)
 		if vs, ok := req.Header[key]; ok {
 			req.Header[key] = append(vs, value)
 		} else {
@@ -402,6 +402,46 @@ func parseRequest(data []byte, index int) (Request, error) {
 	}
 	req.ContentID = req.Header.Get("Content-Id")
 	return req, nil
+}
+
+// commonKeys are the canonical forms of the header names the SDKs and
+// partita's own clients write in a sub-request.
+var commonKeys = [...]string{"Accept", "Content-Type", "Content-Length", "Content-Id", "Prefer",
+	"Dataserviceversion", "Maxdataserviceversion", "X-Ms-Version", "If-Match", "X-Http-Method",
+	"Accept-Charset", "Accept-Encoding", "X-Ms-Client-Request-Id", "X-Ms-Date", "Date", "User-Agent"}
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey for a token name:
+// a name that equals one of commonKeys but for case is that constant,
+// neither checked byte by byte nor allocated (a token is ASCII, whose
+// canonical form depends only on its letters' case); any other goes to
+// textproto.
+func canonicalKey(name string) string {
+	for _, k := range &commonKeys {
+		if len(k) == len(name) && (k == name || asciiEqualFold(k, name)) {
+			return k
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(name)
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII strings of equal length.
+func asciiEqualFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // headerEnd returns the length of data's head, the part parseRequest reads

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"reflect"
 	"strings"
 	"testing"
@@ -572,5 +573,19 @@ func TestDecodeHeaderEdgeCases(t *testing.T) {
 	}}}
 	if d := diffBatch(b, want); d != "" {
 		t.Fatal(d)
+	}
+}
+
+// TestCanonicalKey: canonicalKey gives textproto's canonical form for the
+// common names in any case, and for others.
+func TestCanonicalKey(t *testing.T) {
+	names := append([]string{"x-ms-version", "DATASERVICEVERSION", "dataServiceVersion", "If-match", "content-id", "X-Custom-Thing", "a", "Accept-", "-x", "x_y", "content-typf"}, commonKeys[:]...)
+	for _, n := range names {
+		if got, want := canonicalKey(n), textproto.CanonicalMIMEHeaderKey(n); got != want {
+			t.Errorf("canonicalKey(%q) = %q, want %q", n, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { canonicalKey("x-ms-version") }); n != 0 {
+		t.Errorf("canonicalKey of a common name in lower case: %v allocations", n)
 	}
 }

@@ -260,8 +260,10 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	o.prefer = prefer(sr.Header)
 	o.table = res.table
 	method := strings.ToUpper(sr.Method)
-	if xm := sr.Header.Get("X-HTTP-Method"); xm != "" && method == http.MethodPost {
-		method = strings.ToUpper(xm)
+	// The canonical key, not Get("X-HTTP-Method"), which canonicalizes
+	// (allocates) it again for every operation.
+	if xm := sr.Header["X-Http-Method"]; len(xm) > 0 && xm[0] != "" && method == http.MethodPost {
+		method = strings.ToUpper(xm[0])
 	}
 	cond, err := parseIfMatch(sr.Header)
 	if err != nil {
@@ -271,7 +273,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		if len(sr.Body) == 0 {
 			return nil, false, false, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 		}
-		return wire.DecodeEntity(sr.Body)
+		return wire.DecodeEntityInPlace(sr.Body) // the batch body outlives the write and is not modified
 	}
 	switch {
 	case res.kind == resEntities && method == http.MethodPost:

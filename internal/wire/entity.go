@@ -54,6 +54,21 @@ type rawProp struct {
 // for PUT/MERGE. Null properties are dropped. Type errors are *partita.Error
 // values with the service's codes.
 func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
+	return decodeEntity(body, false)
+}
+
+// DecodeEntityInPlace is DecodeEntity, except that the entity's string
+// property values written without escapes are not copied: they alias body
+// (keys, property names and every other value are copies). The caller must
+// not modify body while it uses the entity, and should not keep the entity
+// long after body: a value keeps all of body alive. $batch uses it, whose
+// body outlives the write of its entities and is never modified; a 1 KiB
+// string is then neither copied nor allocated.
+func DecodeEntityInPlace(body []byte) (*partita.Entity, bool, bool, error) {
+	return decodeEntity(body, true)
+}
+
+func decodeEntity(body []byte, share bool) (*partita.Entity, bool, bool, error) {
 	if !utf8.Valid(body) {
 		return nil, false, false, invalidInput()
 	}
@@ -62,7 +77,7 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 	props := make([]rawProp, 0, 16)
 	var types annotations
 	names := dupSet{list: make([]string, 0, 16)}
-	err := scanObject(body, func(name string, v any) error {
+	err := scanObject(body, share, func(name string, v any) error {
 		if names.add(name) {
 			return partita.NewError(partita.CodeDuplicatePropertiesSpecified, partita.MsgDuplicateProperties)
 		}
@@ -104,6 +119,9 @@ func DecodeEntity(body []byte) (*partita.Entity, bool, bool, error) {
 			}
 			if t, ok := types.get(p.name); ok && t != "Edm.String" {
 				return nil, false, false, invalidInput()
+			}
+			if share {
+				s = strings.Clone(s) // keys outlive the request (the advisor keeps some)
 			}
 			if p.name == partita.PropPartitionKey {
 				e.PartitionKey, hasPK = s, true

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // errJSON is any syntax error in an entity body.
@@ -21,8 +22,10 @@ var errNested = errors.New("wire: nested JSON value")
 // bool, null nil — the same tokens encoding/json's Decoder.Token gives.
 // Objects and arrays as values give errNested. It replaces the Decoder on
 // the insert path: it does one pass with no reflection and allocates only
-// the strings it returns.
-func scanObject(b []byte, fn func(name string, v any) error) error {
+// the strings it returns. With share, a string value without escapes is
+// not copied but aliases b (member names are always copies): b must then
+// stay unmodified while the values are in use.
+func scanObject(b []byte, share bool, fn func(name string, v any) error) error {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errJSON
@@ -38,7 +41,7 @@ func scanObject(b []byte, fn func(name string, v any) error) error {
 		if i >= len(b) || b[i] != '"' {
 			return errJSON
 		}
-		name, n, err := scanString(b, i)
+		name, n, err := scanString(b, i, false)
 		if err != nil {
 			return err
 		}
@@ -53,7 +56,7 @@ func scanObject(b []byte, fn func(name string, v any) error) error {
 		var v any
 		switch c := b[i]; {
 		case c == '"':
-			v, i, err = scanString(b, i)
+			v, i, err = scanString(b, i, share)
 			if err != nil {
 				return err
 			}
@@ -158,8 +161,9 @@ func scanNumber(b []byte, i int) (int, bool) {
 // scanString decodes the JSON string starting at b[i] == '"' and returns
 // it and the index after its closing quote. An unpaired surrogate escape
 // ("\ud800" alone) is errJSON: UTF-8 cannot hold it, and replacing it with
-// U+FFFD (as encoding/json does) would make distinct keys collide.
-func scanString(b []byte, i int) (string, int, error) {
+// U+FFFD (as encoding/json does) would make distinct keys collide. With
+// share, a string without escapes aliases b instead of being copied.
+func scanString(b []byte, i int, share bool) (string, int, error) {
 	i++
 	start := i
 	// Fast path: no escapes, valid ASCII or UTF-8 (the body was checked).
@@ -174,6 +178,9 @@ func scanString(b []byte, i int) (string, int, error) {
 		}
 		c := b[i]
 		if c == '"' {
+			if share && i > start {
+				return unsafe.String(&b[start], i-start), i + 1, nil
+			}
 			return string(b[start:i]), i + 1, nil
 		}
 		if c == '\\' {

@@ -88,9 +88,11 @@ func hasLoneSurrogate(b []byte) bool {
 	return false
 }
 
-func scanAll(b []byte) ([]string, error) {
+func scanAll(b []byte) ([]string, error) { return scanAllShare(b, false) }
+
+func scanAllShare(b []byte, share bool) ([]string, error) {
 	var out []string
-	err := scanObject(b, func(name string, v any) error {
+	err := scanObject(b, share, func(name string, v any) error {
 		out = append(out, fmt.Sprintf("%q=%T:%v", name, v, v))
 		return nil
 	})
@@ -103,10 +105,12 @@ func TestScanObject(t *testing.T) {
 		`{"a":"\ud800"}`, `{"a":"d\ud800"}`, `{"a":"\udc00x"}`, `{"\ud800":1}`, `{"a":"\ud800\u0041"}`, `{"a":"\\ud800"}`, `{"a":1,}`, `{"a"}`, `{"a":01}`, `{"a":1.}`, `{"a":[1]}`, `{"a":{}}`, `{"a":tru}`,
 		`{"a":"\x"}`, "{\"a\":\"\x01\"}", `{"a":1}x`, `[]`, ``, `{"a":"\u12"}`, `{"a":"\/"}`, `{"a":-}`,
 	} {
-		got, gerr := scanAll([]byte(in))
 		want, werr := referenceScan([]byte(in))
-		if (gerr == nil) != (werr == nil) || (gerr == nil && fmt.Sprint(got) != fmt.Sprint(want)) {
-			t.Errorf("%s: scan = %v, %v; reference = %v, %v", in, got, gerr, want, werr)
+		for _, share := range []bool{false, true} {
+			got, gerr := scanAllShare([]byte(in), share)
+			if (gerr == nil) != (werr == nil) || (gerr == nil && fmt.Sprint(got) != fmt.Sprint(want)) {
+				t.Errorf("%s (share %v): scan = %v, %v; reference = %v, %v", in, share, got, gerr, want, werr)
+			}
 		}
 	}
 }
@@ -123,13 +127,15 @@ func FuzzScanObject(f *testing.F) {
 		if !utf8.Valid(b) {
 			return
 		}
-		got, gerr := scanAll(b)
 		want, werr := referenceScan(b)
-		if (gerr == nil) != (werr == nil) {
-			t.Fatalf("%q: scan err %v, reference err %v", b, gerr, werr)
-		}
-		if gerr == nil && fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%q:\n scan %v\n  ref %v", b, got, want)
+		for _, share := range []bool{false, true} {
+			got, gerr := scanAllShare(b, share)
+			if (gerr == nil) != (werr == nil) {
+				t.Fatalf("%q (share %v): scan err %v, reference err %v", b, share, gerr, werr)
+			}
+			if gerr == nil && fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%q (share %v):\n scan %v\n  ref %v", b, share, got, want)
+			}
 		}
 	})
 }
