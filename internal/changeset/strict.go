@@ -200,7 +200,7 @@ func splitStrict(data []byte, boundary string, max int, parts []strictPart) ([]s
 			}
 			c := after[0]
 			if c == ' ' || c == '\t' || c == '\r' || c == '\n' || (c == '-' && len(after) > 1 && after[1] == '-') {
-				p.body = data[bodyStart:end]
+				p.body = data[bodyStart:end:end] // capped: an append must not run into the next part
 				parts = append(parts, p)
 				pos = end + nl + 2 + nb
 				break
