@@ -553,6 +553,9 @@ func appendImportFast(b, line []byte) (out, table, pk, rk []byte, ok bool) {
 		case "", partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
 			return fail()
 		}
+		if annotationLike(string(name)) {
+			return fail() // DecodeRecord says why
+		}
 		if n == len(names) {
 			return fail() // many properties: DecodeRecord's set
 		}

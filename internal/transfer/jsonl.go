@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/partita/partita"
@@ -126,6 +127,9 @@ func DecodeRecord(line []byte) (Record, error) {
 			return Record{}, fmt.Errorf("property %d has an empty name", i)
 		case partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
 			return Record{}, fmt.Errorf("property %q is a system property", name)
+		}
+		if annotationLike(name) {
+			return Record{}, fmt.Errorf("property %q: a name with '@' or starting with \"odata.\" would reach the destination as an annotation", name)
 		}
 		dup := seen[name]
 		if seen != nil {
@@ -347,4 +351,12 @@ func fastRecord(b []byte) (j jsonRecord, ok bool) {
 		}
 		return j, false
 	}
+}
+
+// annotationLike reports whether a property name would read as an OData
+// annotation in an entity's JSON ("A@odata.type" types property A;
+// "odata.etag" is the entity's): no property can carry such a name (it is
+// not a C# identifier), and writing one would silently change the entity.
+func annotationLike(name string) bool {
+	return strings.IndexByte(name, '@') >= 0 || strings.HasPrefix(name, "odata.")
 }

@@ -113,10 +113,19 @@ func TestDecodeRecordErrors(t *testing.T) {
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[]} {}`, "more than one JSON value"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String"]]}`, "is not [name, type, value]"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String","x","y"]]}`, "is not [name, type, value]"},
+		// Names that an entity's JSON reads as annotations: written as they
+		// are, "A@odata.type" would retype A at the destination.
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String","5"],["A@odata.type","Edm.String","Edm.Int64"]]}`, "as an annotation"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["odata.etag","Edm.String","x"]]}`, "as an annotation"},
 	} {
 		_, err := DecodeRecord([]byte(c.line))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("DecodeRecord(%s) = %v, want an error with %q", c.line, err, c.want)
+		}
+		// The import's fast path must leave every malformed line to
+		// DecodeRecord, which says why.
+		if _, _, _, _, ok := appendImportFast(nil, []byte(c.line)); ok {
+			t.Errorf("appendImportFast took %s", c.line)
 		}
 	}
 	// Past 32 properties repeated names are found with a set.
