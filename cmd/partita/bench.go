@@ -6,7 +6,6 @@ import (
 	"flag"
 	"io"
 	"os"
-	"runtime/pprof"
 
 	pbench "github.com/partita/partita/internal/bench"
 )
@@ -51,17 +50,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Workloads, err = pbench.ParseWorkloads(*workloads); err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	r, err := pbench.NewRunner(cfg, stderr, isTerminal(stderr))
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/partita/partita/internal/transfer"
@@ -88,16 +87,10 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("--progress %q: want auto, plain or none", *progress)
 	}
 	o.Out = stdout
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	return transfer.Run(ctx, o)
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/partita/partita"
@@ -104,4 +105,22 @@ func helpIsDone(err error) error {
 		return nil
 	}
 	return err
+}
+
+// startCPUProfile writes a CPU profile of the whole command to path (the
+// --cpuprofile of bench and copy) until stop is called; with no path it
+// does nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -123,7 +123,7 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 	}
 	start := i + 1
 	for k := start; k < len(b); k++ {
-		for k+8 <= len(b) && !needsEscape8(binary.LittleEndian.Uint64(b[k:])) {
+		for k+8 <= len(b) && !wire.NeedsEscape8(binary.LittleEndian.Uint64(b[k:])) {
 			k += 8
 		}
 		if k >= len(b) {
@@ -156,18 +156,6 @@ func skipEscaped(b []byte, i int) (int, bool) {
 		}
 	}
 	return 0, false
-}
-
-// needsEscape8 reports whether any of the eight bytes in x is below 0x20,
-// '"' or '\\' (as internal/wire's: exact, bytewise).
-func needsEscape8(x uint64) bool {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	less20 := (x - ones*0x20) &^ x
-	quote := x ^ (ones * '"')
-	quote = (quote - ones) &^ quote
-	bslash := x ^ (ones * '\\')
-	bslash = (bslash - ones) &^ bslash
-	return (less20|quote|bslash)&highs != 0
 }
 
 // jsonNumber returns the index after the JSON number at b[i] (RFC 8259

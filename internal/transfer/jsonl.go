@@ -288,7 +288,7 @@ func fastRecord(b []byte) (j jsonRecord, ok bool) {
 		start := i + 1
 		for k := start; k < len(b); k++ {
 			// Eight plain bytes at a time: a 1 KiB value is most of a line.
-			for k+8 <= len(b) && !needsEscape8(binary.LittleEndian.Uint64(b[k:])) {
+			for k+8 <= len(b) && !wire.NeedsEscape8(binary.LittleEndian.Uint64(b[k:])) {
 				k += 8
 			}
 			if k >= len(b) {

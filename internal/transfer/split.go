@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+
+	"github.com/partita/partita/internal/wire"
 )
 
 var errSplit = errors.New("not a query response object")
@@ -132,7 +134,7 @@ func skipSpace(b []byte, i int) int {
 func skipString(b []byte, i int) (int, bool) {
 	i++
 	for i < len(b) {
-		for i+8 <= len(b) && !needsEscape8(binary.LittleEndian.Uint64(b[i:])) {
+		for i+8 <= len(b) && !wire.NeedsEscape8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
 		if i >= len(b) {

@@ -492,7 +492,7 @@ func appendStringBody(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		// Skip eight clean bytes at a time (most strings have nothing to
 		// escape; a 1 KiB payload is the bulk of a query response).
-		for i+8 <= len(s) && !needsEscape8(load64(s, i)) {
+		for i+8 <= len(s) && !NeedsEscape8(load64(s, i)) {
 			i += 8
 		}
 		if i >= len(s) {
@@ -520,10 +520,11 @@ func appendStringBody(b []byte, s string) []byte {
 	return append(b, s[start:]...)
 }
 
-// needsEscape8 reports whether any of the eight bytes in x is below 0x20,
-// '"' or '\\' (bytewise SWAR tests; exact: a byte of 0x80 or more never
-// matches, so UTF-8 passes through).
-func needsEscape8(x uint64) bool {
+// NeedsEscape8 reports whether any of the eight bytes in x (read little
+// endian) is below 0x20, '"' or '\\', the bytes a JSON string must escape
+// (bytewise SWAR tests; exact: a byte of 0x80 or more never matches, so
+// UTF-8 passes through). partita copy's fast paths use it too.
+func NeedsEscape8(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	less20 := (x - ones*0x20) &^ x
 	quote := x ^ (ones * '"')

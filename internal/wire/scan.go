@@ -170,7 +170,7 @@ func scanString(b []byte, i int, share bool) (string, int, error) {
 	for i < len(b) {
 		// Skip eight plain bytes at a time: a 1 KiB payload is the bulk
 		// of an insert.
-		for i+8 <= len(b) && !needsEscape8(binary.LittleEndian.Uint64(b[i:])) {
+		for i+8 <= len(b) && !NeedsEscape8(binary.LittleEndian.Uint64(b[i:])) {
 			i += 8
 		}
 		if i >= len(b) {
