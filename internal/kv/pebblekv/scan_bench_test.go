@@ -126,13 +126,19 @@ func BenchmarkScan(b *testing.B) {
 		name     string
 		rewrites int
 		settle   bool
-	}{{"fresh", 0, false}, {"rewritten", benchRewrites, false}, {"settled", benchRewrites, true}} {
+		compact  bool
+	}{{"fresh", 0, false, false}, {"rewritten", benchRewrites, false, false}, {"settled", benchRewrites, true, false}, {"compacted", benchRewrites, false, true}} {
 		b.Run(c.name, func(b *testing.B) {
 			withValueSeparation(b, func(b *testing.B) {
 				db := openBench(b, true)
 				loadTable(b, db, c.rewrites)
 				if c.settle {
 					settle(b, db)
+				}
+				if c.compact {
+					if err := pebblekv.CompactAll(db); err != nil {
+						b.Fatal(err)
+					}
 				}
 				var sum int
 				var st pebble.IteratorStats
