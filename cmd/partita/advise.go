@@ -19,14 +19,14 @@ import (
 func advise(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("partita advise", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "http://127.0.0.1:10012", "the server's admin listener (its --admin-addr), as a URL")
+	admin := fs.String("admin", envOr("PARTITA_ADMIN_URL", "http://127.0.0.1:10012"), "the server's admin listener (serve --admin-addr) (PARTITA_ADMIN_URL)")
 	asJSON := fs.Bool("json", false, "print the findings as the admin listener's JSON")
 	if err := parseFlags(fs, "Usage: partita advise [--admin URL] [--json]\n\nPrint the key-design advisor's findings about a running server's traffic.\n\nFlags:\n", args); err != nil {
 		return helpIsDone(err)
 	}
-	base := strings.TrimSuffix(*admin, "/")
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
+	base, err := adminBase(*admin)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -90,3 +90,26 @@ func TestAdviseFlags(t *testing.T) {
 		t.Errorf("--metrics=false --advisor=false: %+v %v", c, err)
 	}
 }
+
+// TestAdminBase: backup and advise read --admin the same way: a bare
+// host:port means http, a trailing slash goes, anything else is refused.
+func TestAdminBase(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"127.0.0.1:10012", "http://127.0.0.1:10012"},
+		{"http://127.0.0.1:10012/", "http://127.0.0.1:10012"},
+		{"https://h:1", "https://h:1"},
+		{"ftp://h:1", ""},
+		{"http://", ""},
+	} {
+		got, err := adminBase(c.in)
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("adminBase(%q) = %q, want an error", c.in, got)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("adminBase(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}

@@ -43,14 +43,14 @@ Flags:
 	if err != nil {
 		return fmt.Errorf("--to %s: %w", *to, err)
 	}
-	u, err := url.Parse(*adminURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--admin %q: want the admin listener's URL, e.g. http://127.0.0.1:10012", *adminURL)
+	base, err := adminBase(*adminURL)
+	if err != nil {
+		return err
 	}
 	body, _ := json.Marshal(admin.BackupRequest{Dir: dir})
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(u.String(), "/")+"/backup", strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/backup", strings.NewReader(string(body)))
 	if err != nil {
 		return err
 	}
@@ -77,4 +77,18 @@ Flags:
 	}
 	fmt.Fprintf(stdout, "partita: backup written to %s (%.1f MiB in %.2fs); restore with: partita serve --data %s\n", res.Dir, float64(res.Bytes)/(1<<20), res.Seconds, res.Dir)
 	return nil
+}
+
+// adminBase checks an --admin value (the admin listener's URL, as `partita
+// backup` and `partita advise` take it; a bare host:port means http) and
+// returns it without a trailing slash.
+func adminBase(v string) (string, error) {
+	if !strings.Contains(v, "://") {
+		v = "http://" + v
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("--admin %q: want the admin listener's URL, e.g. http://127.0.0.1:10012", v)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
 }
