@@ -8,8 +8,6 @@ package transfer
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -23,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/partita/partita/internal/auth"
 )
 
 const apiVersion = "2019-02-02"
@@ -327,9 +327,7 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 		if rawPath == "" {
 			res += "/"
 		}
-		m := hmac.New(sha256.New, c.ep.key)
-		io.WriteString(m, date+"\n"+res)
-		h["Authorization"] = []string{"SharedKeyLite " + c.ep.Account + ":" + base64.StdEncoding.EncodeToString(m.Sum(nil))}
+		h["Authorization"] = []string{"SharedKeyLite " + c.ep.Account + ":" + auth.Sign(c.ep.key, auth.StringToSignLite(date, res))}
 	}
 	if r.contentType != "" {
 		h["Content-Type"] = []string{r.contentType}
