@@ -18,8 +18,16 @@ import (
 // any moment resumes from a state that is never ahead of the destination.
 type checkpoint struct {
 	path string
-	mu   sync.Mutex
+	mu   sync.Mutex // guards s and seq
 	s    cpState
+	seq  uint64 // bumped by every change of s
+
+	// fileMu serializes writing the file, apart from mu, so that parallel
+	// ranges record their progress while one of them waits for an fsync;
+	// written is the seq of the newest state on disk, so a writer whose
+	// state a newer write already covers has nothing to do.
+	fileMu  sync.Mutex
+	written uint64
 }
 
 type cpState struct {
@@ -106,33 +114,59 @@ func (cp *checkpoint) ranges(table string) []*rangeState {
 }
 
 func (cp *checkpoint) setRanges(table string, rs []*rangeState) error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	cp.s.Tables[table] = &cpTable{Ranges: rs}
-	return cp.saveLocked()
+	return cp.update(func() { cp.s.Tables[table] = &cpTable{Ranges: rs} })
 }
 
 func (cp *checkpoint) advance(table string, r *rangeState, npk, nrk string, done bool) error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	r.NextPK, r.NextRK, r.Done = npk, nrk, done
-	return cp.saveLocked()
+	return cp.update(func() { r.NextPK, r.NextRK, r.Done = npk, nrk, done })
 }
 
 func (cp *checkpoint) finishTable(table string) error {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	if t := cp.s.Tables[table]; t != nil {
-		t.Done = true
-	}
-	return cp.saveLocked()
+	return cp.update(func() {
+		if t := cp.s.Tables[table]; t != nil {
+			t.Done = true
+		}
+	})
 }
 
+// update applies change to the state and returns once the file holds it
+// (or a newer state): the state is changed and encoded under mu, and
+// written under fileMu only, so no range waits for another's fsync while
+// holding the state.
+func (cp *checkpoint) update(change func()) error {
+	cp.mu.Lock()
+	change()
+	cp.seq++
+	seq := cp.seq
+	b, err := json.MarshalIndent(&cp.s, "", " ")
+	cp.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	cp.fileMu.Lock()
+	defer cp.fileMu.Unlock()
+	if cp.written >= seq {
+		return nil // a newer state, which includes this change, is on disk
+	}
+	if err := cp.write(b); err != nil {
+		return err
+	}
+	cp.written = seq
+	return nil
+}
+
+// saveLocked writes the whole state (mu held: only while opening).
 func (cp *checkpoint) saveLocked() error {
 	b, err := json.MarshalIndent(&cp.s, "", " ")
 	if err != nil {
 		return err
 	}
+	return cp.write(b)
+}
+
+// write replaces the file with b atomically: a temporary file, synced,
+// then renamed over it.
+func (cp *checkpoint) write(b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(cp.path), filepath.Base(cp.path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("--checkpoint: %w", err)

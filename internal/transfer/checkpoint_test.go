@@ -1,8 +1,10 @@
 package transfer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -26,5 +28,52 @@ func TestCheckpointRemovesOnlyItsTemps(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("another file was removed: %v", err)
+	}
+}
+
+// TestCheckpointConcurrentAdvances: ranges record their progress from many
+// goroutines at once (writes of states a newer write covers are skipped);
+// when every call has returned, the file holds each range's last position.
+func TestCheckpointConcurrentAdvances(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ck")
+	o := Options{From: "a", To: "b"}
+	cp, err := openCheckpoint(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ranges, steps = 8, 40
+	rs := make([]*rangeState, ranges)
+	for i := range rs {
+		rs[i] = &rangeState{Lo: fmt.Sprint(i)}
+	}
+	if err := cp.setRanges("t", rs); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := 1; s <= steps; s++ {
+				if err := cp.advance("t", r, fmt.Sprintf("p%d-%03d", i, s), "", s == steps); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	again, err := openCheckpoint(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := again.ranges("t")
+	if len(got) != ranges {
+		t.Fatalf("%d ranges on disk, want %d", len(got), ranges)
+	}
+	for i, r := range got {
+		if want := fmt.Sprintf("p%d-%03d", i, steps); r.NextPK != want || !r.Done {
+			t.Errorf("range %d on disk: next %q done %v, want %q done", i, r.NextPK, r.Done, want)
+		}
 	}
 }
