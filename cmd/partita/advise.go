@@ -24,7 +24,11 @@ func advise(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, "Usage: partita advise [--admin URL] [--json]\n\nPrint the key-design advisor's findings about a running server's traffic.\n\nFlags:\n", args); err != nil {
 		return helpIsDone(err)
 	}
-	base, err := adminBase(*admin)
+	a := *admin
+	if !strings.Contains(a, "://") {
+		a = "http://" + a // advise also takes a bare host:port
+	}
+	base, err := adminBase(a)
 	if err != nil {
 		return err
 	}

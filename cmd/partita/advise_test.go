@@ -91,11 +91,12 @@ func TestAdviseFlags(t *testing.T) {
 	}
 }
 
-// TestAdminBase: backup and advise read --admin the same way: a bare
-// host:port means http, a trailing slash goes, anything else is refused.
+// TestAdminBase: backup and advise check --admin the same way: an http or
+// https URL with a host, without its trailing slash; anything else is
+// refused (advise adds http:// to a bare host:port first).
 func TestAdminBase(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{"127.0.0.1:10012", "http://127.0.0.1:10012"},
+		{"127.0.0.1:10012", ""},
 		{"http://127.0.0.1:10012/", "http://127.0.0.1:10012"},
 		{"https://h:1", "https://h:1"},
 		{"ftp://h:1", ""},

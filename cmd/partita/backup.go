@@ -80,12 +80,9 @@ Flags:
 }
 
 // adminBase checks an --admin value (the admin listener's URL, as `partita
-// backup` and `partita advise` take it; a bare host:port means http) and
-// returns it without a trailing slash.
+// backup` and `partita advise` take it) and returns it without a trailing
+// slash.
 func adminBase(v string) (string, error) {
-	if !strings.Contains(v, "://") {
-		v = "http://" + v
-	}
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return "", fmt.Errorf("--admin %q: want the admin listener's URL, e.g. http://127.0.0.1:10012", v)
