@@ -3,7 +3,11 @@
 //
 //	GET  /healthz  200 while the process runs
 //	GET  /readyz   200 when the store answers a real read and a synced
-//	               write, 503 with the reason otherwise
+//	               write, 503 with the reason otherwise; calls at the same
+//	               time share one probe, and its answer serves the calls
+//	               of the next second (ReadyWindow), so a client
+//	               hammering the unauthenticated listener makes at most
+//	               about one synced write a second
 //	POST /backup   an online backup of the embedded store into a directory
 //
 // The listener is not authenticated: anyone who can reach it can make the
@@ -63,7 +67,17 @@ type Options struct {
 	StoreDirs []string
 	// Logger records backups. Default slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of /readyz's window. Default time.Now.
+	Now func() time.Time
 }
+
+// ReadyWindow is how long the answer of one /readyz probe, ready or not,
+// serves later calls: a store that stops writing turns /readyz not-ready
+// within about that long.
+const ReadyWindow = time.Second
+
+// readyTimeout bounds one probe.
+const readyTimeout = 5 * time.Second
 
 // BackupRequest is the body of POST /backup.
 type BackupRequest struct {
@@ -86,12 +100,74 @@ type handler struct {
 	o       Options
 	mux     *http.ServeMux
 	backing sync.Mutex // one backup at a time
+	ready   readiness
+}
+
+// readiness runs one probe at a time for /readyz and keeps the last
+// answer for ReadyWindow.
+type readiness struct {
+	mu     sync.Mutex
+	flight *probe // running, or nil
+	last   *probe // the latest finished, or nil
+	joined int    // calls that waited on a probe another started (tests)
+}
+
+type probe struct {
+	done  chan struct{} // closed when err is set
+	err   error
+	start time.Time
+}
+
+// check answers whether the store is ready: the last probe's answer if it
+// started less than ReadyWindow ago, else the running probe's, else a new
+// probe's. The probe does not run under ctx, which only bounds this call's
+// wait, so one caller that gives up does not fail the others.
+func (h *handler) check(ctx context.Context) error {
+	rd := &h.ready
+	now := h.o.Now()
+	rd.mu.Lock()
+	if l := rd.last; l != nil {
+		if age := now.Sub(l.start); age >= 0 && age < ReadyWindow {
+			rd.mu.Unlock()
+			return l.err
+		}
+	}
+	p := rd.flight
+	if p == nil {
+		p = &probe{done: make(chan struct{}), start: now}
+		rd.flight = p
+		go h.run(p)
+	} else {
+		rd.joined++
+	}
+	rd.mu.Unlock()
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (h *handler) run(p *probe) {
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	err := h.o.Store.Probe(ctx)
+	rd := &h.ready
+	rd.mu.Lock()
+	p.err = err
+	rd.last, rd.flight = p, nil
+	rd.mu.Unlock()
+	close(p.done)
 }
 
 // New returns the admin handler.
 func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	h := &handler{o: o, mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -108,9 +184,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
-	if err := h.o.Store.Probe(ctx); err != nil {
+	if err := h.check(ctx); err != nil {
 		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}

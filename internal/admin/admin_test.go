@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/partita/partita/internal/admin"
 	"github.com/partita/partita/internal/kv/pebblekv"
@@ -65,15 +66,24 @@ func TestBackupRootSymlink(t *testing.T) {
 }
 
 // TestReadyz: ready while the store reads and writes, 503 with the reason
-// once it cannot; /healthz answers regardless.
+// within about a second (admin.ReadyWindow, with the real clock) once it
+// cannot; /healthz answers regardless.
 func TestReadyz(t *testing.T) {
 	srv, db := newAdmin(t, "")
 	if code, body := do(t, "GET", srv.URL+"/readyz", ""); code != http.StatusOK {
 		t.Fatalf("readyz on an open store: %d %s", code, body)
 	}
 	db.Close()
-	if code, body := do(t, "GET", srv.URL+"/readyz", ""); code != http.StatusServiceUnavailable || !strings.Contains(body, "kv: closed") {
-		t.Errorf("readyz on a closed store: %d %q, want 503 naming the reason", code, body)
+	closed := time.Now()
+	for {
+		code, body := do(t, "GET", srv.URL+"/readyz", "")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "kv: closed") {
+			break
+		}
+		if code != http.StatusOK || time.Since(closed) > admin.ReadyWindow+time.Second {
+			t.Fatalf("readyz on a closed store %v after closing: %d %q, want 503 naming the reason within %v", time.Since(closed), code, body, admin.ReadyWindow)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if code, _ := do(t, "GET", srv.URL+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("healthz: %d", code)

@@ -207,6 +207,25 @@ func splitAccount(host, rawPath string) (account, signing, resource, prefix stri
 	return strings.TrimSuffix(seg, "-secondary"), seg, rest, "/" + seg, true
 }
 
+// secondaryServiceRoot recognizes the Python SDK's path-style secondary
+// service root: for Get Service Stats against the endpoint
+// http://host/<acct> it sends GET /<acct>-secondary/<acct>/?restype=service&comp=stats
+// (the primary's path under a first segment of its own making) and signs
+// it as the primary request, over the canonicalized resource
+// /<acct>/<acct>/?comp=stats. Only that form, which no table path can take
+// (a table's resource has no '/' after its name, and restype=service is
+// no table operation's), is the service root of <acct>'s secondary; it
+// returns the path to verify the signature over, /<acct>/.
+func secondaryServiceRoot(account, signing, resource, prefix string, q url.Values) (authPath string, ok bool) {
+	if prefix == "" || signing != account+"-secondary" || q.Get("restype") != "service" {
+		return "", false
+	}
+	if resource != account+"/" {
+		return "", false
+	}
+	return "/" + resource, true
+}
+
 // Header names in canonical form (what http.Header.Set would make of them),
 // so that setting them skips canonicalization, and shared values of the
 // headers every response carries. net/http only reads a response's header
@@ -314,6 +333,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if !ok {
 		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 	}
+	authPath := rawPath
+	if p, ok := secondaryServiceRoot(account, signing, resource, prefix, q); ok {
+		authPath, resource, prefix = p, "", prefix+"/"+account
+	}
 	rc.account = account
 	rc.resource = resource
 	scheme := "http"
@@ -329,7 +352,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	// Who sent the request, and whether a SAS may do what it asks, are
 	// established from its headers and URL alone, before it takes a slot
 	// or has its body read.
-	if err := s.authenticate(r, rc, rawPath, q, signing); err != nil {
+	if err := s.authenticate(r, rc, authPath, q, signing); err != nil {
 		return err
 	}
 	s.corsHeaders(w, r, rc)

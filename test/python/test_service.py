@@ -12,7 +12,7 @@ from azure.data.tables import (
     TableServiceClient,
 )
 
-from conftest import ACCOUNT, CRED, NO_RETRY, error_code, expect_error, redirect_transport, unique_name
+from conftest import ACCOUNT, CRED, ENDPOINT, NO_RETRY, error_code, expect_error, redirect_transport, unique_name
 
 
 def test_access_policies_round_trip(table):
@@ -116,3 +116,19 @@ def test_service_stats_on_the_secondary_endpoint():
             svc._client.service.get_statistics()  # pylint: disable=protected-access
         assert info.value.status_code == 400
         assert error_code(info.value) == "InvalidQueryParameterValue"
+
+
+def test_service_stats_path_style():
+    # Against a path-style endpoint the SDK makes the secondary's URL by
+    # putting "<account>-secondary" before the primary's path, and signs
+    # the request as the primary's: partita answers it as the secondary's
+    # stats (docs/COMPATIBILITY.md §13), as Azurite does.
+    sent = []
+    with TableServiceClient(ENDPOINT, credential=CRED, **NO_RETRY) as svc:
+        before = datetime.now(timezone.utc) - timedelta(minutes=5)
+        stats = svc.get_service_stats(raw_request_hook=lambda r: sent.append(r.http_request.url))
+        geo = stats["geo_replication"]
+        assert geo["status"] == "live"
+        assert geo["last_sync_time"] >= before
+    base = ENDPOINT[: -len(ACCOUNT)]
+    assert sent == [f"{base}{ACCOUNT}-secondary/{ACCOUNT}/?restype=service&comp=stats"]

@@ -318,6 +318,15 @@ export function isCopyRecord(o) {
   return o !== null && typeof o === 'object' && !Array.isArray(o) && ('table' in o || 'props' in o);
 }
 
+// annotationLike tells a property name that would read as an OData
+// annotation in an entity's JSON ("A@odata.type" types property A;
+// "odata.etag" is the entity's), as partita copy's reader does
+// (internal/transfer): no property can carry one, and writing it would
+// silently change the entity.
+export function annotationLike(name) {
+  return name.includes('@') || name.startsWith('odata.');
+}
+
 // recordBody checks a parsed COPY.md record as `partita copy` reads it
 // (only the canonical forms) and returns its table, keys and the JSON body
 // of an insert-or-replace, every property annotated but String, Int32 and
@@ -338,6 +347,7 @@ export function recordBody(o) {
     const [name, type, s] = p;
     if (name === '') throw new Error(`property ${i} has an empty name`);
     if (['PartitionKey', 'RowKey', 'Timestamp'].includes(name)) throw new Error(`property "${name}" is a system property`);
+    if (annotationLike(name)) throw new Error(`property "${name}": a name with '@' or starting with "odata." would reach the destination as an annotation`);
     if (seen.has(name)) throw new Error(`property "${name}" appears twice`);
     seen.add(name);
     const bad = () => new Error(`property "${name}": "${s}" is not a canonical ${type}`);
@@ -375,4 +385,51 @@ export function recordBody(o) {
     body += `,${jsonString(name)}:${json}`;
   }
   return { table: o.table, pk: o.PartitionKey, rk: o.RowKey, body: body + '}' };
+}
+
+// uploadLine reads one line of an uploaded JSONL file into the selected
+// table: a record of `partita copy` (docs/COPY.md), which must name that
+// table, or an entity in the service's JSON form (with @odata.type
+// annotations). It returns the keys and the insert-or-replace body, or
+// throws the reason the line is malformed.
+export function uploadLine(line, table) {
+  let o;
+  try { o = JSON.parse(line); } catch (err) { throw new Error(`not JSON: ${err.message}`); }
+  if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new Error('not a JSON object');
+  if (isCopyRecord(o)) {
+    const r = recordBody(o);
+    if (r.table !== table) throw new Error(`a record of table ${r.table}, not of the selected table ${table}`);
+    return { pk: r.pk, rk: r.rk, body: r.body };
+  }
+  for (const k of Object.keys(o)) if (k.startsWith('odata.') || k.startsWith('Timestamp')) delete o[k];
+  if (typeof o.PartitionKey !== 'string' || typeof o.RowKey !== 'string') throw new Error('PartitionKey and RowKey are needed');
+  return { pk: o.PartitionKey, rk: o.RowKey, body: JSON.stringify(o) };
+}
+
+// uploadLines writes the lines of a JSONL file into table with
+// put(pk, rk, body), one at a time, as `partita copy --on-refused skip`
+// reads a file: a malformed line stops the upload there (the lines before
+// it are written, nothing of it or after: malformed is its reason and
+// 1-based line number), and an entity the service refuses (put throws) is
+// counted with its reason and the upload goes on. progress(done) is called
+// after each write. It returns {done, refused: [{line, reason}], malformed}.
+export async function uploadLines(lines, table, put, progress = () => {}) {
+  let done = 0;
+  const refused = [];
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
+    if (!line.trim()) continue;
+    let r;
+    try { r = uploadLine(line, table); } catch (err) {
+      return { done, refused, malformed: { line: i + 1, reason: err.message } };
+    }
+    try {
+      await put(r.pk, r.rk, r.body);
+      done++;
+      progress(done);
+    } catch (err) {
+      refused.push({ line: i + 1, reason: err.message });
+    }
+  }
+  return { done, refused, malformed: null };
 }

@@ -1,6 +1,6 @@
 // partita console: the page's behaviour. Everything it shows comes from
 // the public Table API, signed in this tab (api.js).
-import { Session, ApiError, TYPES, entityProps, encodeProps, keyPath, tableSAS, accountSAS, copyRecord, isCopyRecord, recordBody } from './api.js';
+import { Session, ApiError, TYPES, entityProps, encodeProps, keyPath, tableSAS, accountSAS, copyRecord, uploadLines } from './api.js';
 
 const $ = (id) => document.getElementById(id);
 const STORE = 'partita-console-session';
@@ -372,11 +372,10 @@ async function downloadCSV() {
 const MAX_UPLOAD_ERRORS = 10;
 
 // uploadJSONL inserts or replaces one entity per line into the selected
-// table. A line is a record of `partita copy` (docs/COPY.md), which must
-// name the selected table, or an entity in the service's JSON form (with
-// @odata.type annotations). A line that is not valid, or that the service
-// refuses, is reported with its number and reason and nothing of it is
-// written; the other lines are.
+// table (uploadLines): a malformed line stops the upload, as it stops
+// `partita copy` (the lines before it are written, nothing of it or after);
+// a line the service refuses is reported with its number and reason and
+// the upload goes on, as with `partita copy --on-refused skip`.
 async function uploadJSONL(ev) {
   const file = ev.target.files[0];
   ev.target.value = '';
@@ -384,42 +383,19 @@ async function uploadJSONL(ev) {
   const table = cur.table || $('q-table').value.trim();
   const lines = (await file.text()).split('\n');
   const total = lines.filter((l) => l.trim()).length;
-  let done = 0;
-  let refused = 0;
-  const reasons = [];
-  for (const [i, raw] of lines.entries()) {
-    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (!line.trim()) continue;
-    try {
-      let o;
-      try { o = JSON.parse(line); } catch (err) { throw new Error(`not JSON: ${err.message}`); }
-      if (o === null || typeof o !== 'object' || Array.isArray(o)) throw new Error('not a JSON object');
-      let pk, rk, body;
-      if (isCopyRecord(o)) {
-        const r = recordBody(o);
-        if (r.table !== table) throw new Error(`a record of table ${r.table}, not of the selected table ${table}`);
-        ({ pk, rk, body } = r);
-      } else {
-        for (const k of Object.keys(o)) if (k.startsWith('odata.') || k.startsWith('Timestamp')) delete o[k];
-        if (typeof o.PartitionKey !== 'string' || typeof o.RowKey !== 'string') throw new Error('PartitionKey and RowKey are needed');
-        ({ PartitionKey: pk, RowKey: rk } = o);
-        body = JSON.stringify(o);
-      }
-      await session.request('PUT', keyPath(table, pk, rk), { body });
-      done++;
-      if (done % 50 === 0) status(`Uploaded ${done} of ${total}…`);
-    } catch (err) {
-      refused++;
-      if (reasons.length < MAX_UPLOAD_ERRORS) reasons.push(`line ${i + 1}: ${err.message}`);
-    }
-  }
+  const put = (pk, rk, body) => session.request('PUT', keyPath(table, pk, rk), { body });
+  const { done, refused, malformed } = await uploadLines(lines, table, put, (n) => {
+    if (n % 50 === 0) status(`Uploaded ${n} of ${total}…`);
+  });
   if (!cur.table) cur = { table, query: queryParams(), next: null, page: 0, rows: [] };
   try { await loadPage(null); } catch (err) { fail(err); return; }
-  if (refused) {
-    status(`Uploaded ${done} entities; ${refused} ${refused === 1 ? 'line' : 'lines'} not written: ${reasons.join('; ')}${refused > reasons.length ? '; …' : ''}`, true);
-  } else {
-    status(`Uploaded ${done} entities`);
+  const parts = [`Uploaded ${done} entities`];
+  if (refused.length) {
+    const named = refused.slice(0, MAX_UPLOAD_ERRORS).map((r) => `line ${r.line}: ${r.reason}`);
+    parts.push(`${refused.length} ${refused.length === 1 ? 'line' : 'lines'} refused: ${named.join('; ')}${refused.length > named.length ? '; …' : ''}`);
   }
+  if (malformed) parts.push(`stopped at line ${malformed.line}, nothing of it or after written: ${malformed.reason}`);
+  status(parts.join('; '), refused.length > 0 || malformed !== null);
 }
 
 // ---- SAS generator ----

@@ -1,0 +1,68 @@
+// The console's reading of an uploaded JSONL file (internal/console/assets/
+// api.js: recordBody, uploadLine, uploadLines), with node alone: no browser
+// and no server. e2e TestConsoleRecords runs this file; TestConsole runs it
+// too, with the browser steps beside it.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { annotationLike, recordBody, uploadLines } from '../../internal/console/assets/api.js';
+
+const T = 'uploads';
+const rec = (rk, props) => JSON.stringify({ table: T, PartitionKey: 'p', RowKey: rk, props });
+
+// As partita copy's reader (internal/transfer annotationLike): a property
+// name with '@' anywhere, or starting with "odata.", is refused with
+// copy's reason; "odata" alone or later in the name is a property.
+test('a record property named like an annotation is refused', () => {
+  for (const name of ['A@odata.type', '@x', 'x@', 'odata.etag', 'odata.type']) {
+    assert.ok(annotationLike(name), name);
+    assert.throws(() => recordBody(JSON.parse(rec('1', [[name, 'Edm.String', 'v']]))), {
+      message: `property "${name}": a name with '@' or starting with "odata." would reach the destination as an annotation`,
+    });
+  }
+  for (const name of ['odata', 'odataX', 'Aodata.type', 'A.odata.', 'Odata.etag']) {
+    assert.ok(!annotationLike(name), name);
+    assert.equal(recordBody(JSON.parse(rec('1', [[name, 'Edm.Int64', '5']]))).body,
+      `{"PartitionKey":"p","RowKey":"1",${JSON.stringify(name + '@odata.type')}:"Edm.Int64",${JSON.stringify(name)}:"5"}`);
+  }
+});
+
+// A malformed line stops the upload as it stops partita copy: the lines
+// before it are written, nothing of it or after; an entity the service
+// refuses is reported and the upload goes on (copy --on-refused skip).
+test('a malformed line stops the upload there; a refused entity does not', async () => {
+  const lines = [
+    rec('1', [['N', 'Edm.Int32', '1']]),
+    '',
+    rec('refused', []),
+    rec('2', [['Ok', 'Edm.String', 'a'], ['A@odata.type', 'Edm.String', 'Edm.Int64']]),
+    rec('3', []),
+    'not json',
+  ];
+  const written = [];
+  const put = async (pk, rk, body) => {
+    if (rk === 'refused') throw new Error('400 PropertyValueTooLarge: too large');
+    written.push([pk, rk, body]);
+  };
+  const progress = [];
+  const r = await uploadLines(lines, T, put, (n) => progress.push(n));
+  assert.deepEqual(written, [['p', '1', '{"PartitionKey":"p","RowKey":"1","N":1}']]);
+  assert.equal(r.done, 1);
+  assert.deepEqual(progress, [1]);
+  assert.deepEqual(r.refused, [{ line: 3, reason: '400 PropertyValueTooLarge: too large' }]);
+  assert.deepEqual(r.malformed, { line: 4, reason: `property "A@odata.type": a name with '@' or starting with "odata." would reach the destination as an annotation` });
+
+  // Without the bad line, every line is read (the service's JSON form too,
+  // where an annotation is an annotation), and CRLF endings are dropped.
+  written.length = 0;
+  const ok = [lines[0], rec('3', []) + '\r', '{"PartitionKey":"p","RowKey":"4","N@odata.type":"Edm.Int64","N":"7","odata.etag":"W/\\"x\\""}'];
+  const r2 = await uploadLines(ok, T, put);
+  assert.equal(r2.done, 3);
+  assert.equal(r2.malformed, null);
+  assert.deepEqual(written.map((w) => w[1]), ['1', '3', '4']);
+  assert.equal(written[2][2], '{"PartitionKey":"p","RowKey":"4","N@odata.type":"Edm.Int64","N":"7"}');
+
+  // A record of another table is malformed here too.
+  const r3 = await uploadLines([JSON.stringify({ table: 'other', PartitionKey: 'p', RowKey: '9', props: [] })], T, put);
+  assert.deepEqual(r3.malformed, { line: 1, reason: `a record of table other, not of the selected table ${T}` });
+});
