@@ -50,6 +50,10 @@ type Config struct {
 	LogLevel string
 	// ScanBudget is the time one query page may examine entities.
 	ScanBudget time.Duration
+	// MaxRequestTimeout is the longest server timeout: the `timeout`
+	// query parameter is reduced to it, and with PostgreSQL it is the
+	// deadline of a request that gives none.
+	MaxRequestTimeout time.Duration
 	// PprofAddr, when set, serves net/http/pprof on a separate listener.
 	PprofAddr string
 	// CacheMB is Pebble's block cache in MiB (0 or less: the engine's default).
@@ -154,6 +158,7 @@ func serveFlags(c *Config) []flagDef {
 		{"key", "PARTITA_KEY", &c.Key, envOr("PARTITA_KEY", ""), "TLS private key file (PEM)"},
 		{"log-level", "PARTITA_LOG_LEVEL", &c.LogLevel, envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error"},
 		{"scan-budget", "", &c.ScanBudget, 5 * time.Second, "time one query page may examine entities before it returns a continuation"},
+		{"max-request-timeout", "", &c.MaxRequestTimeout, httpapi.DefaultMaxTimeout, "the longest server timeout (the service's is 30s): a larger `timeout` query parameter is reduced to it, and with --store postgres:// it is also the deadline of a request that gives none; a store call still running at the deadline is abandoned and the request gets 500 OperationTimedOut"},
 		{"max-inflight", "", &c.MaxInFlight, 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy"},
 		{"queue-wait", "", &c.QueueWait, time.Second, "how long a request waits for a free slot before 503 ServerBusy"},
 		{"max-body-mb", "", &c.MaxBodyMB, int64(64), "request bodies held in memory at once (MiB); a request reserves its Content-Length (or its operation's maximum, 4 MiB for $batch, when chunked) before its body is read, and one that finds no room within --queue-wait gets 503 ServerBusy"},
@@ -222,6 +227,9 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	if c.ClientShare < 1 || c.ClientShare > 100 {
 		return c, fmt.Errorf("--client-share %d: want a percentage from 1 to 100", c.ClientShare)
 	}
+	if c.MaxRequestTimeout <= 0 {
+		return c, errors.New("--max-request-timeout must be positive")
+	}
 	if c.MaxBodyMB < 1 || c.BodyTimeout <= 0 || c.BodyMinRateKB < 1 {
 		return c, errors.New("--max-body-mb, --body-timeout and --body-min-rate-kb must be positive")
 	}
@@ -272,7 +280,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopAdmin()
-	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler(), Metrics: obs.metrics, Advisor: obs.advisor})
+	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler(), Metrics: obs.metrics, Advisor: obs.advisor,
+		MaxTimeout: c.MaxRequestTimeout, DeadlineByDefault: shared})
 	return listenAndServe(ctx, c, handler, keys, log, stdout)
 }
 

@@ -37,7 +37,7 @@ func (s *Server) authenticate(r *http.Request, rc *reqCtx, rawPath string, q url
 		return auth.ErrSignatureMismatch
 	}
 	if sas.Identifier != "" {
-		if err := s.applyPolicy(r.Context(), rc.account, sas); err != nil {
+		if err := s.applyPolicy(rc.ctx, rc.account, sas); err != nil {
 			return err
 		}
 	}

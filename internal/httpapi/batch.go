@@ -103,7 +103,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	for i := range ops {
 		storeOps[i] = ops[i].op
 	}
-	results, err := s.store.WriteBatch(r.Context(), rc.account, ops[0].table, storeOps)
+	results, err := s.store.WriteBatch(rc.ctx, rc.account, ops[0].table, storeOps)
 	if err != nil {
 		var be *partita.BatchError
 		if errors.As(err, &be) && partita.ErrorCode(be.Err) != partita.CodeInternal {
@@ -329,7 +329,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	q, _ := url.ParseQuery(rawQuery)
 	meta, _ := negotiate(sr.Header.Get("Accept"), q)
 	var resp changeset.Response
-	e, err := s.store.GetEntity(r.Context(), rc.account, res.table, res.key)
+	e, err := s.store.GetEntity(rc.ctx, rc.account, res.table, res.key)
 	if err != nil {
 		code, msg := classify(err)
 		if code == partita.CodeInternal {

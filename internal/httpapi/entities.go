@@ -73,7 +73,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	if pref != "" {
 		w.Header().Set("Preference-Applied", pref)
 	}
-	res, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e})
+	res, err := s.store.Write(rc.ctx, rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e})
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 		// reports the key as the body validation does.
 		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 	}
-	res, err := s.store.Write(r.Context(), rc.account, table, op)
+	res, err := s.store.Write(rc.ctx, rc.account, table, op)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 	}
 	e := &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
-	if _, err := s.store.Write(r.Context(), rc.account, table, partita.Op{Kind: partita.OpDelete, Entity: e, If: cond}); err != nil {
+	if _, err := s.store.Write(rc.ctx, rc.account, table, partita.Op{Kind: partita.OpDelete, Entity: e, If: cond}); err != nil {
 		return err
 	}
 	s.advisor.WriteAt(rc.start, rc.account, table, key.PartitionKey, key.RowKey, false, 0)
@@ -176,7 +176,7 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	}
 	// No X-Partita-Query-Class: that header classifies queries, and Get
 	// Entity is always a point read.
-	e, err := s.store.GetEntity(r.Context(), rc.account, table, key)
+	e, err := s.store.GetEntity(rc.ctx, rc.account, table, key)
 	if err != nil {
 		return err
 	}

@@ -150,7 +150,7 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	n := 0
 	last := 0          // the previous entity's encoded size
 	var firstPK string // for the advisor: the partition a query within one read
-	info, err := s.store.QueryEntities(r.Context(), rc.account, table, q, func(e *partita.Entity) error {
+	info, err := s.store.QueryEntities(rc.ctx, rc.account, table, q, func(e *partita.Entity) error {
 		// Room for one more like the last (and its comma), so an entity
 		// seldom straddles a full chunk and regrows it.
 		pb.reserve(last + last/4 + 64)

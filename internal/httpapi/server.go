@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -60,6 +61,19 @@ type Options struct {
 	// anti-patterns (internal/advisor).
 	Metrics *metrics.Metrics
 	Advisor *advisor.Advisor
+	// MaxTimeout is the longest server timeout (default DefaultMaxTimeout,
+	// the service's 30 s): the `timeout` query parameter is reduced to it.
+	// A request that gives `timeout` gets a deadline on its context, and
+	// a store call that has not finished by then fails with
+	// context.DeadlineExceeded, which is 500 OperationTimedOut.
+	MaxTimeout time.Duration
+	// DeadlineByDefault gives every request without `timeout` the
+	// deadline MaxTimeout (the service's default for writes). Set it for
+	// engines whose calls can wait indefinitely (PostgreSQL, whose commit
+	// waits for a synchronous standby); Pebble's writes cannot be
+	// canceled once in its commit pipeline and its reads do not wait, so
+	// without it a request that gives no `timeout` costs no deadline.
+	DeadlineByDefault bool
 }
 
 // ConsolePrefix is the path of the web console on the main listener. No
@@ -83,13 +97,20 @@ type Server struct {
 	console   http.Handler
 	metrics   *metrics.Metrics
 	advisor   *advisor.Advisor
+	// maxTimeout and alwaysDeadline: Options.MaxTimeout and
+	// Options.DeadlineByDefault.
+	maxTimeout     time.Duration
+	alwaysDeadline bool
 }
 
 // New returns a Server.
 func New(o Options) *Server {
 	s := &Server{store: o.Store, keys: o.Accounts, log: orDefault(o.Logger), now: o.Now, queueWait: o.QueueWait,
 		share: o.ClientShare, bodyWait: o.BodyTimeout, bodyRate: o.BodyMinRate, console: o.Console,
-		metrics: o.Metrics, advisor: o.Advisor}
+		metrics: o.Metrics, advisor: o.Advisor, maxTimeout: o.MaxTimeout, alwaysDeadline: o.DeadlineByDefault}
+	if s.maxTimeout <= 0 {
+		s.maxTimeout = DefaultMaxTimeout
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -119,6 +140,9 @@ func New(o Options) *Server {
 
 // reqCtx is what the handlers of one request share.
 type reqCtx struct {
+	// ctx is the context of the request's store calls: the request's
+	// own, with the server timeout's deadline when there is one.
+	ctx     context.Context
 	id      string
 	op      string
 	account string
@@ -348,6 +372,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	rc.secondary = strings.HasSuffix(signing, "-secondary")
 	if r.Method == http.MethodOptions {
 		return s.handlePreflight(w, r, rc)
+	}
+	// The server timeout runs from here: authentication may read a
+	// stored access policy, and waiting for a slot is part of the time
+	// the request takes. One deadline covers the whole request, so a
+	// $batch's changeset has one.
+	timeout, given, err := requestTimeout(q, s.maxTimeout)
+	if err != nil {
+		return err
+	}
+	rc.ctx = r.Context()
+	if given || s.alwaysDeadline {
+		var cancel context.CancelFunc
+		rc.ctx, cancel = context.WithTimeout(rc.ctx, timeout)
+		defer cancel()
 	}
 	// Who sent the request, and whether a SAS may do what it asks, are
 	// established from its headers and URL alone, before it takes a slot

@@ -40,7 +40,7 @@ func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCt
 		if err := rc.authorize(auth.OpGetServiceProperties, ""); err != nil {
 			return err
 		}
-		p, err := s.loadProperties(r.Context(), rc.account)
+		p, err := s.loadProperties(rc.ctx, rc.account)
 		if err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCt
 		if err != nil {
 			return invalidXML(err)
 		}
-		p, err := s.loadProperties(r.Context(), rc.account)
+		p, err := s.loadProperties(rc.ctx, rc.account)
 		if err != nil {
 			return err
 		}
@@ -68,7 +68,7 @@ func (s *Server) handleService(w http.ResponseWriter, r *http.Request, rc *reqCt
 		if err != nil {
 			return err
 		}
-		if err := s.store.SetServiceProperties(r.Context(), rc.account, raw); err != nil {
+		if err := s.store.SetServiceProperties(rc.ctx, rc.account, raw); err != nil {
 			return err
 		}
 		s.corsCache.forget(rc.account)
@@ -145,7 +145,7 @@ func (s *Server) handleTableACL(w http.ResponseWriter, r *http.Request, rc *reqC
 		if err := rc.authorize(auth.OpGetTableACL, table); err != nil {
 			return err
 		}
-		raw, err := s.store.GetTableACL(r.Context(), rc.account, table)
+		raw, err := s.store.GetTableACL(rc.ctx, rc.account, table)
 		if err != nil {
 			return err
 		}
@@ -172,7 +172,7 @@ func (s *Server) handleTableACL(w http.ResponseWriter, r *http.Request, rc *reqC
 		if len(ids) > 0 {
 			raw = settings.MarshalACL(ids)
 		}
-		if err := s.store.SetTableACL(r.Context(), rc.account, table, raw); err != nil {
+		if err := s.store.SetTableACL(rc.ctx, rc.account, table, raw); err != nil {
 			return err
 		}
 		w.Header().Del("X-Content-Type-Options")
@@ -241,7 +241,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 //   - no matching rule (with or without an Origin header): only
 //     Vary: Origin, since the answer would differ for another origin.
 func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx) {
-	rules, err := s.corsCache.rules(r.Context(), s, rc.account)
+	rules, err := s.corsCache.rules(rc.ctx, s, rc.account)
 	if err != nil || len(rules) == 0 {
 		return
 	}

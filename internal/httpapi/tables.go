@@ -95,7 +95,7 @@ func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *r
 	if pref != "" {
 		w.Header().Set("Preference-Applied", pref)
 	}
-	t, err := s.store.CreateTable(r.Context(), rc.account, *req.TableName)
+	t, err := s.store.CreateTable(rc.ctx, rc.account, *req.TableName)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func (s *Server) handleDeleteTable(w http.ResponseWriter, r *http.Request, rc *r
 	if err := rc.authorize(auth.OpDeleteTable, name); err != nil {
 		return err
 	}
-	if err := s.store.DeleteTable(r.Context(), rc.account, name); err != nil {
+	if err := s.store.DeleteTable(rc.ctx, rc.account, name); err != nil {
 		return err
 	}
 	writeNoContent(w)
@@ -125,7 +125,7 @@ func (s *Server) handleGetTable(w http.ResponseWriter, r *http.Request, rc *reqC
 	if err := rc.authorize(auth.OpQueryTables, name); err != nil {
 		return err
 	}
-	t, err := s.store.GetTable(r.Context(), rc.account, name)
+	t, err := s.store.GetTable(rc.ctx, rc.account, name)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) handleQueryTables(w http.ResponseWriter, r *http.Request, rc *r
 	var page partita.TablePage
 	// A constant-false filter ($filter=false, $top=0) reads nothing.
 	if f, ok := q.Filter.(*odata.BoolLit); !ok || f.Value {
-		if page, err = s.store.QueryTables(r.Context(), rc.account, q); err != nil {
+		if page, err = s.store.QueryTables(rc.ctx, rc.account, q); err != nil {
 			return err
 		}
 	}

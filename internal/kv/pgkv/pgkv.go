@@ -203,6 +203,34 @@ func classify(err error) error {
 	return err
 }
 
+// classifyCtx is classify for a call made with ctx: once ctx's deadline
+// has passed, the call failed because it ran out of time (pgx set the
+// deadline on the connection, or never sent the statement), whatever
+// error the driver reports, and the error says so with
+// context.DeadlineExceeded (500 OperationTimedOut, not the 503 of an
+// unreachable database). A connection whose statement was interrupted
+// that way is closed by pgx (pgconn.asyncClose: a cancel request, then
+// Terminate), never returned to the pool. A commit interrupted while the
+// server waited for a synchronous standby may have committed on the
+// primary: its outcome is unknown, as OperationTimedOut tells the client.
+func classifyCtx(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
+	}
+	return classify(err)
+}
+
+// rollbackTimeout bounds the rollback of a failed transaction, which runs
+// without the request's context (that may be done already); pgx closes
+// the connection of a rollback that does not finish in time.
+const rollbackTimeout = 5 * time.Second
+
 // retryable reports a serialization failure or deadlock: the transaction
 // may succeed when run again.
 func retryable(err error) bool {
@@ -251,11 +279,13 @@ func (db *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 func (db *DB) update(ctx context.Context, fn func(kv.Txn) error) (err error) {
 	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
 	if err != nil {
-		return fmt.Errorf("pgkv: begin: %w", classify(err))
+		return fmt.Errorf("pgkv: begin: %w", classifyCtx(ctx, err))
 	}
 	defer func() {
 		if err != nil {
-			tx.Rollback(context.Background())
+			rctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+			tx.Rollback(rctx)
+			cancel()
 		}
 	}()
 	t := &txn{reader: reader{ctx: ctx, q: tx}, tx: tx, pending: map[string]*[]byte{}}
@@ -269,7 +299,7 @@ func (db *DB) update(ctx context.Context, fn func(kv.Txn) error) (err error) {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgkv: commit: %w", classify(err))
+		return fmt.Errorf("pgkv: commit: %w", classifyCtx(ctx, err))
 	}
 	return nil
 }
@@ -298,7 +328,7 @@ func (db *DB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
 			return tag.RowsAffected() == 1, nil
 		}
 		if !retryable(err) {
-			return false, fmt.Errorf("pgkv: conditional write: %w", classify(err))
+			return false, fmt.Errorf("pgkv: conditional write: %w", classifyCtx(ctx, err))
 		}
 		time.Sleep(time.Duration(attempt%8+1) * time.Millisecond)
 	}
@@ -341,7 +371,7 @@ func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
 	for {
 		tag, err := db.pool.Exec(ctx, `DELETE FROM partita_kv WHERE k IN (SELECT k FROM partita_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 5000)`, start, end)
 		if err != nil {
-			return fmt.Errorf("pgkv: delete range: %w", classify(err))
+			return fmt.Errorf("pgkv: delete range: %w", classifyCtx(ctx, err))
 		}
 		if tag.RowsAffected() == 0 {
 			return nil
@@ -350,7 +380,7 @@ func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
 }
 
 // Ping checks the database is reachable.
-func (db *DB) Ping(ctx context.Context) error { return classify(db.pool.Ping(ctx)) }
+func (db *DB) Ping(ctx context.Context) error { return classifyCtx(ctx, db.pool.Ping(ctx)) }
 
 func (db *DB) Close() error {
 	db.mu.Lock()
@@ -380,7 +410,7 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 		return nil, kv.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("pgkv: get: %w", classify(err))
+		return nil, fmt.Errorf("pgkv: get: %w", classifyCtx(r.ctx, err))
 	}
 	return v, nil
 }
@@ -389,19 +419,19 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 func (r *reader) GetMany(keys [][]byte) ([][]byte, error) {
 	rows, err := r.q.Query(r.ctx, `SELECT k, v FROM partita_kv WHERE k = ANY($1)`, keys)
 	if err != nil {
-		return nil, fmt.Errorf("pgkv: get many: %w", classify(err))
+		return nil, fmt.Errorf("pgkv: get many: %w", classifyCtx(r.ctx, err))
 	}
 	defer rows.Close()
 	found := make(map[string][]byte, len(keys))
 	for rows.Next() {
 		var k, v []byte
 		if err := rows.Scan(&k, &v); err != nil {
-			return nil, fmt.Errorf("pgkv: get many: %w", classify(err))
+			return nil, fmt.Errorf("pgkv: get many: %w", classifyCtx(r.ctx, err))
 		}
 		found[string(k)] = v
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgkv: get many: %w", classify(err))
+		return nil, fmt.Errorf("pgkv: get many: %w", classifyCtx(r.ctx, err))
 	}
 	out := make([][]byte, len(keys))
 	for i, k := range keys {
@@ -452,7 +482,7 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 	q += fmt.Sprintf(` ORDER BY k LIMIT %d`, iterChunk)
 	rows, err := it.r.q.Query(it.r.ctx, q, args...)
 	if err != nil {
-		it.err = fmt.Errorf("pgkv: scan: %w", classify(err))
+		it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
 		return false
 	}
 	it.keys, it.vals = it.keys[:0], it.vals[:0]
@@ -460,7 +490,7 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		var k, v []byte
 		if err := rows.Scan(&k, &v); err != nil {
 			rows.Close()
-			it.err = fmt.Errorf("pgkv: scan: %w", classify(err))
+			it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
 			return false
 		}
 		it.keys = append(it.keys, k)
@@ -468,7 +498,7 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		it.err = fmt.Errorf("pgkv: scan: %w", classify(err))
+		it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
 		return false
 	}
 	it.done = len(it.keys) < iterChunk
@@ -583,7 +613,7 @@ func (t *txn) flush() error {
 	}
 	t.pending = map[string]*[]byte{}
 	if err := t.tx.SendBatch(t.reader.ctx, b).Close(); err != nil {
-		t.dbErr = fmt.Errorf("pgkv: write: %w", classify(err))
+		t.dbErr = fmt.Errorf("pgkv: write: %w", classifyCtx(t.reader.ctx, err))
 		return t.dbErr
 	}
 	return nil
