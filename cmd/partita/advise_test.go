@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/tablestore"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -30,7 +32,25 @@ func TestAdvise(t *testing.T) {
 		t.Fatal(err)
 	}
 	kr, _ := auth.ParseAccounts("devstoreaccount1:Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==")
-	obs := newObservability(c, kr, db)
+	store, err := tablestore.Open(context.Background(), db, tablestore.Options{RowCacheBytes: c.RowCacheMB << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// One entity read twice: a row cache miss, then a hit.
+	if _, err := store.CreateTable(context.Background(), "devstoreaccount1", "rows"); err != nil {
+		t.Fatal(err)
+	}
+	key := partita.Key{PartitionKey: "p", RowKey: "r"}
+	if _, err := store.Write(context.Background(), "devstoreaccount1", "rows", partita.Op{Kind: partita.OpInsert, Entity: &partita.Entity{PartitionKey: "p", RowKey: "r"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := store.GetEntity(context.Background(), "devstoreaccount1", "rows", key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs := newObservability(c, kr, db, store)
 	if obs.metrics == nil || obs.advisor == nil {
 		t.Fatal("metrics and advisor are not on by default")
 	}
@@ -66,7 +86,8 @@ func TestAdvise(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"partita_pebble_disk_bytes ", "partita_pebble_block_cache_hits_total ", "partita_pebble_wal_sync_seconds_count ", "partita_requests_in_flight 0"} {
+	for _, want := range []string{"partita_pebble_disk_bytes ", "partita_pebble_block_cache_hits_total ", "partita_pebble_wal_sync_seconds_count ", "partita_requests_in_flight 0",
+		"partita_row_cache_hits_total 1\n", "partita_row_cache_misses_total 1\n", "partita_row_cache_rows 1\n"} {
 		if !bytes.Contains(body, []byte(want)) {
 			t.Errorf("/metrics lacks %q", want)
 		}
@@ -75,7 +96,7 @@ func TestAdvise(t *testing.T) {
 	// Without the advisor, partita advise says what is wrong.
 	c.Advisor = false
 	mux = http.NewServeMux()
-	newObservability(c, kr, db).mount(mux)
+	newObservability(c, kr, db, store).mount(mux)
 	off := httptest.NewServer(mux)
 	defer off.Close()
 	err = run(context.Background(), []string{"advise", "--admin", off.URL}, &out, &errb)

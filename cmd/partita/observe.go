@@ -10,6 +10,7 @@ import (
 	"github.com/partita/partita/internal/kv/pebblekv"
 	"github.com/partita/partita/internal/kv/pgkv"
 	"github.com/partita/partita/internal/metrics"
+	"github.com/partita/partita/internal/tablestore"
 )
 
 // observability is a server's metrics and key-design advisor; either is
@@ -21,8 +22,9 @@ type observability struct {
 
 // newObservability builds what c turns on: the metrics' account label
 // takes the configured account names, and the store's own figures are
-// collected from Pebble or from the PostgreSQL pool.
-func newObservability(c Config, keys auth.Keyring, db kv.DB) observability {
+// collected from Pebble or from the PostgreSQL pool, and the row cache's
+// when the store has one.
+func newObservability(c Config, keys auth.Keyring, db kv.DB, store *tablestore.Store) observability {
 	var o observability
 	if c.Metrics {
 		names := make([]string, 0, len(keys))
@@ -35,6 +37,12 @@ func newObservability(c Config, keys auth.Keyring, db kv.DB) observability {
 			o.metrics.Registry().MustRegister(metrics.PebbleCollector(d.Metrics))
 		case *pgkv.DB:
 			o.metrics.Registry().MustRegister(metrics.PoolCollector(d.PoolStat, d.StatementLatency))
+		}
+		if _, ok := store.RowCacheStats(); ok {
+			o.metrics.Registry().MustRegister(metrics.RowCacheCollector(func() (uint64, uint64, int, int64) {
+				st, _ := store.RowCacheStats()
+				return st.Hits, st.Misses, st.Rows, st.Bytes
+			}))
 		}
 	}
 	if c.Advisor {

@@ -58,6 +58,8 @@ type Config struct {
 	PprofAddr string
 	// CacheMB is Pebble's block cache in MiB (0 or less: the engine's default).
 	CacheMB int64
+	// RowCacheMB bounds the cache of recently read entities (0: none).
+	RowCacheMB int64
 	// MinFreeMB is the free disk space (MiB) below which Pebble writes get
 	// 503 ServerBusy.
 	MinFreeMB int64
@@ -168,6 +170,7 @@ func serveFlags(c *Config) []flagDef {
 		{"read-header-timeout", "", &c.ReadHeaderTimeout, 30 * time.Second, "a client must send a request's headers within this time, or its connection is closed"},
 		{"idle-timeout", "", &c.IdleTimeout, 2 * time.Minute, "an idle keep-alive connection is closed after this time"},
 		{"cache-mb", "", &c.CacheMB, int64(64), "with --store pebble: Pebble's block cache (MiB); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64"},
+		{"row-cache-mb", "", &c.RowCacheMB, int64(32), "keep recently read entities (MiB, 0 disables), so point reads of hot entities skip the engine; not with a shared --store, whose other front ends' writes it would not see"},
 		{"wal-dir", "PARTITA_WAL_DIR", &c.WALDir, envOr("PARTITA_WAL_DIR", ""), "with --store pebble: keep the write-ahead log in this directory, e.g. on a faster device of its own (every durable write waits for its sync); default beside the data. The store remembers the path and will not open with another one"},
 		{"min-free-mb", "", &c.MinFreeMB, int64(128), "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables"},
 		{"shutdown-timeout", "", &c.ShutdownTimeout, 10 * time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case"},
@@ -266,7 +269,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget, Shared: shared})
+	store, err := tablestore.Open(ctx, db, tablestore.Options{Logger: log, ScanTimeBudget: c.ScanBudget, Shared: shared, RowCacheBytes: c.RowCacheMB << 20})
 	if err != nil {
 		return err
 	}
@@ -274,7 +277,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := startPprof(c.PprofAddr, log); err != nil {
 		return err
 	}
-	obs := newObservability(c, keys, db)
+	obs := newObservability(c, keys, db, store)
 	stopAdmin, err := startAdmin(c, db, store, obs, log, stdout)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/pebblekv"
@@ -45,7 +46,16 @@ func TestPebbleCollector(t *testing.T) {
 	}
 	defer db.Close()
 	write(t, db, 5)
-	m := gather(t, PebbleCollector(db.Metrics))
+	// Pebble records a sync's latency after it wakes the writer that
+	// waited for it, so the last one may land a moment after the write
+	// returns.
+	var m map[string][]*dto.Metric
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		m = gather(t, PebbleCollector(db.Metrics))
+		if s := m["partita_pebble_wal_sync_seconds"]; len(s) == 1 && s[0].GetHistogram().GetSampleCount() >= 5 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if d := m["partita_pebble_disk_bytes"]; len(d) != 1 || d[0].GetGauge().GetValue() <= 0 {
 		t.Errorf("disk bytes: %v", d)
 	}

@@ -30,12 +30,26 @@ func (s *Store) GetEntity(ctx context.Context, account, tableName string, key pa
 			return err
 		}
 		s.remember(account, tableName, t)
-		v, err := r.Get(entityKey(nil, t.id, key.PartitionKey, key.RowKey))
+		k := entityKey(nil, t.id, key.PartitionKey, key.RowKey)
+		var ticket uint64
+		if s.rows != nil {
+			if v, ok := s.rows.get(k); ok {
+				// A cached value is never modified, so the entity may
+				// borrow its strings.
+				e = &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
+				return decodeEntityInto(v, e, true)
+			}
+			ticket = s.rows.ticket(k)
+		}
+		v, err := r.Get(k)
 		if errors.Is(err, kv.ErrNotFound) {
 			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 		}
 		if err != nil {
 			return err
+		}
+		if s.rows != nil {
+			s.rows.add(k, v, ticket)
 		}
 		e = &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
 		return decodeEntityCopy(v, e)
@@ -100,22 +114,40 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 		return res, err
 	}
 	var res partita.Result
+	var key, stored []byte
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
 			return err
 		}
 		s.remember(account, tableName, t)
-		key := entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
+		key = entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
 		var cur []byte
 		if s.needsCurrent(op.Kind) {
-			if cur, err = tx.Get(key); err != nil && !errors.Is(err, kv.ErrNotFound) {
-				return fmt.Errorf("read entity: %w", err)
+			// The key's lock is held, so a cached value is the latest
+			// committed one (rowcache.go).
+			var ok bool
+			if s.rows != nil {
+				cur, ok = s.rows.peek(key)
+			}
+			if !ok {
+				if cur, err = tx.Get(key); err != nil && !errors.Is(err, kv.ErrNotFound) {
+					return fmt.Errorf("read entity: %w", err)
+				}
 			}
 		}
-		res, err = s.apply(tx, key, op, cur)
+		res, stored, err = s.apply(tx, key, op, cur)
 		return err
 	})
+	if s.rows != nil && key != nil {
+		// After the commit (and after a failed one too, which may have
+		// reached the engine): the cache must not keep the old value.
+		if err == nil {
+			s.rows.update(key, stored)
+		} else {
+			s.rows.invalidate(key)
+		}
+	}
 	if err != nil {
 		return partita.Result{}, err
 	}
@@ -224,12 +256,17 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	pl.Lock()
 	defer pl.Unlock()
 	results := make([]partita.Result, len(ops))
+	var keys [][]byte
+	var vals [][]byte // written values, for the row cache
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
 			return &partita.BatchError{Index: 0, Err: err}
 		}
-		keys := make([][]byte, len(ops))
+		keys = make([][]byte, len(ops))
+		if s.rows != nil {
+			vals = make([][]byte, len(ops))
+		}
 		read := make([]int, 0, len(ops)) // the operations that need their current value
 		for i, op := range ops {
 			keys[i] = entityKey(nil, t.id, op.Entity.PartitionKey, op.Entity.RowKey)
@@ -243,13 +280,26 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 		}
 		for i, op := range ops {
 			var err error
-			results[i], err = s.apply(tx, keys[i], op, cur[i])
+			var v []byte
+			results[i], v, err = s.apply(tx, keys[i], op, cur[i])
+			if vals != nil {
+				vals[i] = v
+			}
 			if err != nil {
 				return &partita.BatchError{Index: i, Err: err}
 			}
 		}
 		return nil
 	})
+	if s.rows != nil {
+		for i, k := range keys {
+			if err == nil {
+				s.rows.update(k, vals[i])
+			} else {
+				s.rows.invalidate(k)
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -294,8 +344,9 @@ func readMany(tx kv.Txn, keys [][]byte, order []int) ([][]byte, error) {
 // apply performs one write of the entity at key inside tx, given its
 // current encoded value (nil when absent, or not read: see needsCurrent).
 // It checks existence and the ETag precondition, merges when asked, and
-// returns the new Timestamp; op.Entity is left as it was.
-func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (partita.Result, error) {
+// returns the new Timestamp and the value written (nil for a delete),
+// which the caller owns; op.Entity is left as it was.
+func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (partita.Result, []byte, error) {
 	e := op.Entity
 	merge := op.Kind == partita.OpMerge || op.Kind == partita.OpInsertOrMerge
 	// Only a merge needs the current properties; every other write needs
@@ -314,27 +365,27 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 			curTicks, err = decodeTicks(curVal)
 		}
 		if err != nil {
-			return partita.Result{}, fmt.Errorf("decode entity %q/%q: %w", e.PartitionKey, e.RowKey, err)
+			return partita.Result{}, nil, fmt.Errorf("decode entity %q/%q: %w", e.PartitionKey, e.RowKey, err)
 		}
 	}
 	switch op.Kind {
 	case partita.OpInsert:
 		if curVal != nil {
-			return partita.Result{}, partita.NewError(partita.CodeEntityAlreadyExists, partita.MsgEntityAlreadyExists)
+			return partita.Result{}, nil, partita.NewError(partita.CodeEntityAlreadyExists, partita.MsgEntityAlreadyExists)
 		}
 	case partita.OpReplace, partita.OpMerge, partita.OpDelete:
 		if curVal == nil {
-			return partita.Result{}, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+			return partita.Result{}, nil, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 		}
 		if op.If.Kind == partita.IfETag && op.If.Ticks != curTicks {
-			return partita.Result{}, partita.NewError(partita.CodeUpdateConditionNotSatisfied, partita.MsgUpdateCondition)
+			return partita.Result{}, nil, partita.NewError(partita.CodeUpdateConditionNotSatisfied, partita.MsgUpdateCondition)
 		}
 	}
 	if op.Kind == partita.OpDelete {
 		if err := tx.Delete(key); err != nil {
-			return partita.Result{}, fmt.Errorf("delete entity: %w", err)
+			return partita.Result{}, nil, fmt.Errorf("delete entity: %w", err)
 		}
-		return partita.Result{}, nil
+		return partita.Result{}, nil, nil
 	}
 	var stored *partita.Entity
 	if merge && cur != nil {
@@ -342,7 +393,7 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 		// stored); only the entity-wide limits can fail now.
 		cur.Merge(e.Properties)
 		if err := cur.CheckLimits(); err != nil {
-			return partita.Result{}, err
+			return partita.Result{}, nil, err
 		}
 		stored = cur
 	} else {
@@ -352,7 +403,7 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 	stored.Timestamp = s.tick(curTicks)
 	val := appendEntity(make([]byte, 0, encodedSize(stored)), stored)
 	if err := tx.Set(key, val); err != nil {
-		return partita.Result{}, fmt.Errorf("write entity: %w", err)
+		return partita.Result{}, nil, fmt.Errorf("write entity: %w", err)
 	}
-	return partita.Result{Timestamp: stored.Timestamp}, nil
+	return partita.Result{Timestamp: stored.Timestamp}, val, nil
 }

@@ -42,6 +42,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock, for tests. Default time.Now.
 	Now func() time.Time
+	// RowCacheBytes bounds the cache of recently read entities' stored
+	// values (rowcache.go); 0 or less, or Shared, means none.
+	RowCacheBytes int64
 }
 
 // Store is a partita.Store on a kv.DB.
@@ -61,6 +64,8 @@ type Store struct {
 	// are forgotten wholesale (they are only a shortcut).
 	nHints  atomic.Int64
 	purging sync.WaitGroup
+
+	rows *rowCache // nil when off or Shared
 
 	lastTick atomic.Int64 // the last Timestamp handed out
 	seed     maphash.Seed
@@ -103,6 +108,9 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 		o.Now = time.Now
 	}
 	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks()}
+	if !o.Shared {
+		s.rows = newRowCache(o.RowCacheBytes)
+	}
 	var pending []*tableRecord
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{nsCatalog}, UpperBound: []byte{nsCatalog + 1}})

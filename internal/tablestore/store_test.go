@@ -37,13 +37,19 @@ func engines(t *testing.T, fn func(t *testing.T, open opener)) {
 	t.Run("mem-shared", func(t *testing.T) {
 		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) { return memkv.New(), tablestore.Options{Shared: true} })
 	})
+	// A row cache small enough to evict all the time.
+	t.Run("mem-rowcache", func(t *testing.T) {
+		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) {
+			return memkv.New(), tablestore.Options{RowCacheBytes: 1 << 20}
+		})
+	})
 	t.Run("pebble", func(t *testing.T) {
 		fn(t, func(t *testing.T) (kv.DB, tablestore.Options) {
 			db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{NoSync: true, MinFreeBytes: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return db, tablestore.Options{}
+			return db, tablestore.Options{RowCacheBytes: 32 << 20} // as partita serve
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {

@@ -1,0 +1,126 @@
+package tablestore
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+func TestRowCacheBounded(t *testing.T) {
+	const budget = 1 << 20
+	c := newRowCache(budget)
+	val := bytes.Repeat([]byte{'v'}, 1000)
+	for i := 0; i < 10_000; i++ {
+		k := []byte(fmt.Sprintf("key-%06d", i))
+		c.add(k, val, c.ticket(k))
+	}
+	n, used := c.len()
+	if used > budget {
+		t.Fatalf("%d bytes cached, budget %d", used, budget)
+	}
+	// Each shard is full to within one entry.
+	entry := int64(len("key-000000")+len(val)) + rowOverhead
+	if min := int64(budget) - rowCacheShards*entry; used < min {
+		t.Errorf("%d bytes cached (%d rows), want at least %d", used, n, min)
+	}
+	for i := range c.shards {
+		sh := &c.shards[i]
+		if sh.used > c.perShard {
+			t.Errorf("shard %d: %d bytes, budget %d", i, sh.used, c.perShard)
+		}
+		live := 0
+		for _, e := range sh.ring {
+			if e != nil {
+				live++
+			}
+		}
+		if live != len(sh.m) || len(sh.ring)-live != len(sh.free) {
+			t.Errorf("shard %d: %d in ring, %d in map, %d free slots of %d", i, live, len(sh.m), len(sh.free), len(sh.ring))
+		}
+	}
+	// A row too large for a shard is not cached.
+	big := []byte("big")
+	c.add(big, make([]byte, c.perShard), c.ticket(big))
+	if _, ok := c.get(big); ok {
+		t.Error("a row larger than a shard's eighth was cached")
+	}
+	if newRowCache(rowCacheShards*4096-1) != nil {
+		t.Error("a cache below one page per shard was made")
+	}
+}
+
+// TestRowCacheClock: an entry read since the hand last passed survives an
+// eviction that takes an unread one.
+func TestRowCacheClock(t *testing.T) {
+	c := newRowCache(rowCacheShards * 64 << 10)
+	// Nine keys of one shard, of which eight fit.
+	var keys [][]byte
+	target := c.shard([]byte("k0"))
+	for i := 0; len(keys) < 9; i++ {
+		k := []byte(fmt.Sprintf("k%d", i))
+		if c.shard(k) == target {
+			keys = append(keys, k)
+		}
+	}
+	val := make([]byte, c.perShard/8-rowOverhead-8)
+	for _, k := range keys[:8] {
+		c.add(k, val, c.ticket(k))
+	}
+	if n, _ := c.len(); n != 8 {
+		t.Fatalf("%d rows cached, want 8", n)
+	}
+	if _, ok := c.get(keys[0]); !ok {
+		t.Fatal("first key not cached")
+	}
+	c.add(keys[8], val, c.ticket(keys[8]))
+	_, ok0 := c.get(keys[0])
+	_, ok1 := c.get(keys[1])
+	_, ok8 := c.get(keys[8])
+	if !ok0 || ok1 || !ok8 {
+		t.Errorf("after evicting for a ninth: read key cached %v, unread %v, new %v; want true, false, true", ok0, ok1, ok8)
+	}
+}
+
+// TestRowCacheTicket: a value read before an invalidation of its shard is
+// refused; one read after is taken; update replaces only cached keys.
+func TestRowCacheTicket(t *testing.T) {
+	c := newRowCache(1 << 20)
+	k, other := []byte("key"), []byte("other")
+	tk := c.ticket(k)
+	c.invalidate(k)
+	c.add(k, []byte("old"), tk)
+	if v, ok := c.get(k); ok {
+		t.Fatalf("a read from before an invalidation was cached: %q", v)
+	}
+	c.add(k, []byte("new"), c.ticket(k))
+	if v, ok := c.get(k); !ok || string(v) != "new" {
+		t.Fatalf("got %q, %v; want new", v, ok)
+	}
+	// An invalidation of another key in the same shard refuses too: the
+	// epoch is the shard's.
+	for i := 0; c.shard(other) != c.shard(k); i++ {
+		other = []byte(fmt.Sprintf("other%d", i))
+	}
+	tk = c.ticket(k)
+	c.update(other, []byte("x"))
+	c.invalidate(k)
+	c.add(k, []byte("stale"), tk)
+	if v, ok := c.get(k); ok {
+		t.Fatalf("stale value cached: %q", v)
+	}
+	if _, ok := c.get(other); ok {
+		t.Error("update cached a key that was not cached")
+	}
+	c.add(k, []byte("v1"), c.ticket(k))
+	c.update(k, []byte("v2"))
+	if v, ok := c.get(k); !ok || string(v) != "v2" {
+		t.Errorf("after update: %q, %v; want v2", v, ok)
+	}
+	c.update(k, nil)
+	if v, ok := c.get(k); ok {
+		t.Errorf("after a delete: %q cached", v)
+	}
+	if _, used := c.len(); used != 0 {
+		t.Errorf("%d bytes accounted with nothing cached", used)
+	}
+}
