@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/internal/auth"
@@ -185,9 +186,24 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	o.Element = true
 	o.Select = sel
 	w.Header()[hdrETag] = []string{e.ETag()}
-	writeJSON(w, rc, http.StatusOK, wire.AppendEntity(nil, e, o))
+	bp := entityBufPool.Get().(*[]byte)
+	body := wire.AppendEntity((*bp)[:0], e, o)
+	writeJSON(w, rc, http.StatusOK, body)
+	if cap(body) <= entityBufMax {
+		*bp = body[:0]
+		entityBufPool.Put(bp)
+	}
 	return nil
 }
+
+// entityBufPool holds the buffers one entity's JSON is built in: a 1 KiB
+// entity's body grew through nine allocations from nil. The body is
+// copied into net/http's buffer (or written) before writeJSON returns.
+var entityBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// entityBufMax: larger buffers (an entity near the 1 MiB limit) are left
+// to the garbage collector rather than kept in the pool.
+const entityBufMax = 64 << 10
 
 // addsKey reports whether a write may add a key (the advisor's inserts).
 func addsKey(k partita.OpKind) bool {

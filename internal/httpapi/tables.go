@@ -24,10 +24,19 @@ func writeJSON(w http.ResponseWriter, rc *reqCtx, status int, body []byte) {
 	h := w.Header()
 	h["Cache-Control"] = valNoCache
 	h["Content-Type"] = contentTypes[rc.meta]
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	if len(body) >= autoLengthMax {
+		h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
 	w.WriteHeader(status)
 	w.Write(body)
 }
+
+// autoLengthMax: a body shorter than this, written whole by a handler that
+// then returns, gets its Content-Length from net/http (and from HTTP/2's
+// server), which buffers that much before it would switch to chunked
+// encoding. Leaving the header to net/http saves an allocation and keeps
+// a point read's header map small enough not to grow.
+const autoLengthMax = 2048
 
 // writeNoContent sends 204 with the standard headers.
 func writeNoContent(w http.ResponseWriter) {

@@ -126,8 +126,10 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 		if s.needsCurrent(op.Kind) {
 			// The key's lock is held, so a cached value is the latest
 			// committed one (rowcache.go).
+			// An insert skips the cache: its key is new as a rule, and
+			// the engine answers the 409 of one that is not.
 			var ok bool
-			if s.rows != nil {
+			if s.rows != nil && op.Kind != partita.OpInsert {
 				cur, ok = s.rows.peek(key)
 			}
 			if !ok {

@@ -331,7 +331,11 @@ func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
 	if o.Metadata != NoMetadata {
 		if o.Element {
 			key("odata.metadata")
-			b = appendString(b, o.Base+"/$metadata#"+o.Table+"/@Element")
+			b = append(b, '"')
+			b = appendStringBody(b, o.Base)
+			b = append(b, "/$metadata#"...)
+			b = appendStringBody(b, o.Table)
+			b = append(b, "/@Element\""...)
 		}
 		// Full metadata's strings are appended piece by piece, not built
 		// with + first: JSON escaping works byte by byte, so the escaped
