@@ -60,7 +60,9 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	if err != nil {
 		return err
 	}
-	e, hasPK, hasRK, err := wire.DecodeEntity(body)
+	// The entity's string values alias body, which no one modifies; the
+	// store copies what it keeps.
+	e, hasPK, hasRK, err := wire.DecodeEntityInPlace(body)
 	if err != nil {
 		return err
 	}
@@ -72,7 +74,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	}
 	pref := prefer(r.Header)
 	if pref != "" {
-		w.Header().Set("Preference-Applied", pref)
+		w.Header()[hdrPreferenceApplied] = preferenceApplied(pref)
 	}
 	res, err := s.store.Write(rc.ctx, rc.account, table, partita.Op{Kind: partita.OpInsert, Entity: e})
 	if err != nil {
@@ -82,10 +84,10 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	s.advisor.WriteAt(rc.start, rc.account, table, e.PartitionKey, e.RowKey, true, s.entitySize(len(body), e))
 	h := w.Header()
 	h[hdrETag] = []string{res.ETag()}
-	loc := rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)
-	h.Set("Location", loc)
+	locs := []string{rc.base + "/" + wire.EntityPath(table, e.PartitionKey, e.RowKey)}
+	h[hdrLocation] = locs
 	if pref == "return-no-content" {
-		h.Set("DataServiceId", loc)
+		h[hdrDataServiceID] = locs // the same value; no one modifies either
 		writeNoContent(w)
 		return nil
 	}
@@ -115,7 +117,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if err != nil {
 		return err
 	}
-	e, _, _, err := wire.DecodeEntity(body)
+	e, _, _, err := wire.DecodeEntityInPlace(body) // as in handleInsertEntity
 	if err != nil {
 		return err
 	}

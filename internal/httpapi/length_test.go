@@ -47,3 +47,18 @@ func TestGetEntityContentLength(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderNamesCanonical: the header names set straight into a response's
+// map are in the form http.Header.Set would give them, so Get finds them
+// and the wire spelling is what it was.
+func TestHeaderNamesCanonical(t *testing.T) {
+	for _, h := range []string{hdrETag, hdrRequestID, hdrVersion, hdrClientReqID, hdrQueryClass, hdrExamined,
+		hdrPreferenceApplied, hdrLocation, hdrDataServiceID} {
+		if c := http.CanonicalHeaderKey(h); c != h {
+			t.Errorf("%q is not canonical (%q)", h, c)
+		}
+	}
+	if http.CanonicalHeaderKey("DataServiceId") != hdrDataServiceID {
+		t.Errorf("DataServiceId's canonical form is %q", http.CanonicalHeaderKey("DataServiceId"))
+	}
+}

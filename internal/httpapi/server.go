@@ -261,13 +261,19 @@ const (
 	hdrClientReqID = "X-Ms-Client-Request-Id"
 	hdrQueryClass  = "X-Partita-Query-Class"
 	hdrExamined    = "X-Partita-Entities-Examined"
+
+	hdrPreferenceApplied = "Preference-Applied"
+	hdrLocation          = "Location"
+	hdrDataServiceID     = "Dataserviceid" // as Set("DataServiceId") spells it on the wire
 )
 
 var (
 	valNosniff = []string{"nosniff"}
 	valServer  = []string{"partita/" + partita.Version}
 	valNoCache = []string{"no-cache"}
-	valZero    = []string{"0"}
+
+	valReturnNoContent = []string{"return-no-content"}
+	valReturnContent   = []string{"return-content"}
 )
 
 // dateHeader is the Date header for now, formatted once per second.

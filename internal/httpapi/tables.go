@@ -40,16 +40,18 @@ const autoLengthMax = 2048
 
 // writeNoContent sends 204 with the standard headers.
 func writeNoContent(w http.ResponseWriter) {
-	h := w.Header()
-	h["Cache-Control"] = valNoCache
-	h["Content-Length"] = valZero
+	// No Content-Length: net/http removes it from a 204 (RFC 9110 forbids
+	// it there), so setting it only grew the header map.
+	w.Header()["Cache-Control"] = valNoCache
 	w.WriteHeader(http.StatusNoContent)
 }
 
 // prefer returns the Prefer header's return-content/return-no-content.
 func prefer(h http.Header) string {
-	for _, v := range h.Values("Prefer") {
-		for _, p := range strings.Split(v, ",") {
+	for _, v := range h["Prefer"] {
+		for v != "" {
+			var p string
+			p, v, _ = strings.Cut(v, ",")
 			switch p = strings.TrimSpace(p); p {
 			case "return-no-content", "return-content":
 				return p
@@ -57,6 +59,18 @@ func prefer(h http.Header) string {
 		}
 	}
 	return ""
+}
+
+// preferenceApplied is the Preference-Applied header's value for what
+// prefer returned, without an allocation per request.
+func preferenceApplied(p string) []string {
+	switch p {
+	case "return-no-content":
+		return valReturnNoContent
+	case "return-content":
+		return valReturnContent
+	}
+	return []string{p}
 }
 
 func appendTable(b []byte, rc *reqCtx, name string, element bool) []byte {
@@ -102,16 +116,17 @@ func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *r
 	}
 	pref := prefer(r.Header)
 	if pref != "" {
-		w.Header().Set("Preference-Applied", pref)
+		w.Header()[hdrPreferenceApplied] = preferenceApplied(pref)
 	}
 	t, err := s.store.CreateTable(rc.ctx, rc.account, *req.TableName)
 	if err != nil {
 		return err
 	}
 	loc := rc.base + "/Tables('" + t.Name + "')"
-	w.Header().Set("Location", loc)
+	locs := []string{loc}
+	w.Header()[hdrLocation] = locs
 	if pref == "return-no-content" {
-		w.Header().Set("DataServiceId", loc)
+		w.Header()[hdrDataServiceID] = locs
 		writeNoContent(w)
 		return nil
 	}

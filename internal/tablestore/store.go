@@ -404,20 +404,21 @@ func (s *Store) QueryTables(ctx context.Context, account string, q partita.Table
 
 // partLock returns the lock of a partition.
 func (s *Store) partLock(account, table, pk string) *sync.RWMutex {
-	h := s.partHash(account, table, pk)
+	var h maphash.Hash
+	s.partHash(&h, account, table, pk)
 	return &s.partLocks[h.Sum64()%uint64(len(s.partLocks))]
 }
-
-// keyLock returns the lock of one entity.
 func (s *Store) keyLock(account, table, pk, rk string) *sync.Mutex {
-	h := s.partHash(account, table, pk)
+	var h maphash.Hash
+	s.partHash(&h, account, table, pk)
 	h.WriteByte(0)
 	h.WriteString(rk)
 	return &s.keyLocks[h.Sum64()%uint64(len(s.keyLocks))]
 }
 
-func (s *Store) partHash(account, table, pk string) *maphash.Hash {
-	var h maphash.Hash
+// partHash writes a partition's identity into h (the caller's, so that it
+// stays on the stack).
+func (s *Store) partHash(h *maphash.Hash, account, table, pk string) {
 	h.SetSeed(s.seed)
 	h.WriteString(account)
 	h.WriteByte(0)
@@ -430,5 +431,4 @@ func (s *Store) partHash(account, table, pk string) *maphash.Hash {
 	}
 	h.WriteByte(0)
 	h.WriteString(pk)
-	return &h
 }
