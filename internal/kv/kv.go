@@ -114,6 +114,13 @@ type Iterator interface {
 	Close() error
 }
 
+// LastIterator is implemented by the iterators of engines that can
+// position on the last key within the bounds (memkv and pebblekv): the
+// table store learns a partition's key range with it.
+type LastIterator interface {
+	Last() bool
+}
+
 // Checkpointer is implemented by engines that can copy a consistent
 // point-in-time image of the whole store into a directory while they go on
 // serving (an online backup). Every Update that returned before Checkpoint

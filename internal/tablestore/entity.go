@@ -125,11 +125,15 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 		var cur []byte
 		if s.needsCurrent(op.Kind) {
 			// The key's lock is held, so a cached value is the latest
-			// committed one (rowcache.go).
-			// An insert skips the cache: its key is new as a rule, and
-			// the engine answers the 409 of one that is not.
+			// committed one (rowcache.go), and a key outside its
+			// partition's bounds is not stored (bounds.go). An insert
+			// skips the cache: its key is new as a rule, and the engine
+			// answers the 409 of one that is not.
 			var ok bool
-			if s.rows != nil && op.Kind != partita.OpInsert {
+			if s.bounds != nil && mayCreate(op.Kind) {
+				ok = s.bounds.absent(tx, key[:partitionPrefixLen(key)], key) // cur stays nil
+			}
+			if !ok && s.rows != nil && op.Kind != partita.OpInsert {
 				cur, ok = s.rows.peek(key)
 			}
 			if !ok {
@@ -150,10 +154,20 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 			s.rows.invalidate(key)
 		}
 	}
+	if s.bounds != nil && key != nil && op.Kind != partita.OpDelete {
+		s.bounds.widen(key[:partitionPrefixLen(key)], key) // before the key's lock goes
+	}
 	if err != nil {
 		return partita.Result{}, err
 	}
 	return res, nil
+}
+
+// mayCreate reports whether a write of kind k that reads the current value
+// may store a key that was absent: those reads the partition's bounds can
+// spare (an update of a key outside them would only find nothing).
+func mayCreate(k partita.OpKind) bool {
+	return k == partita.OpInsert || k == partita.OpInsertOrMerge || k == partita.OpInsertOrReplace
 }
 
 // maxHints bounds the shared-store hints (see Store.nHints).
@@ -276,6 +290,19 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 				read = append(read, i)
 			}
 		}
+		if s.bounds != nil && len(read) > 0 {
+			// Keys outside the partition's bounds are not stored: their
+			// reads are spared (the partition's lock is held).
+			prefix := keys[0][:partitionPrefixLen(keys[0])]
+			n := 0
+			for _, i := range read {
+				if !mayCreate(ops[i].Kind) || !s.bounds.absent(tx, prefix, keys[i]) {
+					read[n] = i
+					n++
+				}
+			}
+			read = read[:n]
+		}
 		cur, err := readMany(tx, keys, read)
 		if err != nil {
 			return err
@@ -301,6 +328,23 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 				s.rows.invalidate(k)
 			}
 		}
+	}
+	if s.bounds != nil && len(keys) > 0 {
+		// The lowest and highest written key widen the bounds enough
+		// (deletes included: wider is safe), before the partition's lock
+		// goes.
+		lo, hi := keys[0], keys[0]
+		for _, k := range keys[1:] {
+			if bytes.Compare(k, lo) < 0 {
+				lo = k
+			}
+			if bytes.Compare(k, hi) > 0 {
+				hi = k
+			}
+		}
+		prefix := lo[:partitionPrefixLen(lo)]
+		s.bounds.widen(prefix, lo)
+		s.bounds.widen(prefix, hi)
 	}
 	if err != nil {
 		return nil, err

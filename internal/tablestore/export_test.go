@@ -13,3 +13,27 @@ func MapSizes(s *Store) (locks, cache, hints int) {
 
 // MaxHints is the bound of the shared-store hints.
 const MaxHints = maxHints
+
+// SetBoundsPerShard changes how many partitions' bounds a shard of every
+// store remembers, for tests; it returns a func that restores it.
+func SetBoundsPerShard(n int) func() {
+	old := boundsPerShard
+	boundsPerShard = n
+	return func() { boundsPerShard = old }
+}
+
+// BoundsKnown reports how many partitions' bounds s holds (loaded or
+// loading).
+func BoundsKnown(s *Store) int {
+	if s.bounds == nil {
+		return 0
+	}
+	n := 0
+	for i := range s.bounds.shards {
+		sh := &s.bounds.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}

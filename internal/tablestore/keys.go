@@ -143,6 +143,21 @@ func entityKey(b []byte, id uint64, pk, rk string) []byte {
 	return appendStr(b, rk)
 }
 
+// partitionPrefixLen returns the length of an entity key's partition
+// prefix (namespace, table id and str(pk)): every key of the partition
+// starts with it.
+func partitionPrefixLen(k []byte) int {
+	for i := 9; i+1 < len(k); i++ {
+		if k[i] == 0x00 {
+			if k[i+1] == 0x01 {
+				return i + 2
+			}
+			i++ // 0x00 0xFF, an escaped NUL
+		}
+	}
+	return len(k)
+}
+
 // decodeEntityKey returns the PartitionKey and RowKey of an entity key.
 func decodeEntityKey(k []byte) (pk, rk string, err error) {
 	if len(k) < 9 || k[0] != nsEntities {

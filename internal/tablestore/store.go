@@ -65,7 +65,8 @@ type Store struct {
 	nHints  atomic.Int64
 	purging sync.WaitGroup
 
-	rows *rowCache // nil when off or Shared
+	rows   *rowCache   // nil when off or Shared
+	bounds *partBounds // nil when Shared (bounds.go)
 
 	lastTick atomic.Int64 // the last Timestamp handed out
 	seed     maphash.Seed
@@ -110,6 +111,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks()}
 	if !o.Shared {
 		s.rows = newRowCache(o.RowCacheBytes)
+		s.bounds = newPartBounds(ctx, s.db)
 	}
 	var pending []*tableRecord
 	err := s.db.View(ctx, func(r kv.Reader) error {

@@ -192,6 +192,7 @@ func (it *iter) SeekGE(k []byte) bool {
 	it.pos = sort.Search(len(it.keys), func(i int) bool { return bytes.Compare(it.keys[i], k) >= 0 })
 	return it.Valid()
 }
+func (it *iter) Last() bool    { it.pos = len(it.keys) - 1; return it.Valid() }
 func (it *iter) Next() bool    { it.pos++; return it.Valid() }
 func (it *iter) Valid() bool   { return it.pos >= 0 && it.pos < len(it.keys) }
 func (it *iter) Key() []byte   { return it.keys[it.pos] }

@@ -1,0 +1,166 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"hash/maphash"
+	"sync"
+
+	"github.com/partita/partita/internal/kv"
+)
+
+// partBounds remembers, for recently written partitions, a lowest and a
+// highest key that no stored key of the partition lies outside. An insert
+// whose key falls outside them cannot collide with a stored entity, so it
+// skips the existence read: the guide's appending patterns (RowKeys that
+// grow, or shrink as in the log tail's inverted ticks) then insert without
+// reading. Only a store that is the sole writer of its kv.DB has them.
+//
+// Correctness rests on the bounds only ever widening while they are known:
+// every write of a key widens its partition's bounds (if known) after its
+// commit, and before it lets go of the key's lock, so a second insert of
+// the same key finds the key within the bounds and reads. Deletes leave the
+// bounds as they are (wider than needed is safe). Bounds are learnt by
+// reading the partition's first and last keys; the entry is put in place,
+// marked loading, before that read, so a write that commits meanwhile
+// either is seen by the read or widens the entry; a loading entry answers
+// nothing. Forgetting an entry (the map is bounded) is always safe.
+type partBounds struct {
+	seed   maphash.Seed
+	shards [boundsShards]boundsShard
+}
+
+const boundsShards = 32
+
+// boundsPerShard is how many partitions a shard remembers (a variable for
+// tests, which shrink it to make forgetting common).
+var boundsPerShard = 1024
+
+type boundsShard struct {
+	mu sync.Mutex
+	m  map[string]*bound // partition key prefix → bounds
+	_  [40]byte
+}
+
+type bound struct {
+	loading bool
+	empty   bool   // no key is stored (when not loading)
+	lo, hi  []byte // while loading: widenings seen so far (nil: none)
+}
+
+// newPartBounds returns bounds for a store on db, or nil when db's
+// iterators cannot find a range's last key.
+func newPartBounds(ctx context.Context, db kv.DB) *partBounds {
+	can := false
+	err := db.View(ctx, func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{nsEntities}, UpperBound: []byte{nsEntities + 1}})
+		if err != nil {
+			return err
+		}
+		_, can = it.(kv.LastIterator)
+		return it.Close()
+	})
+	if err != nil || !can {
+		return nil
+	}
+	b := &partBounds{seed: maphash.MakeSeed()}
+	for i := range b.shards {
+		b.shards[i].m = make(map[string]*bound)
+	}
+	return b
+}
+
+func (pb *partBounds) shard(prefix []byte) *boundsShard {
+	return &pb.shards[maphash.Bytes(pb.seed, prefix)%boundsShards]
+}
+
+// absent reports whether key (of the partition whose keys start with
+// prefix) is certainly not stored. The caller holds key's write lock. When
+// the partition's bounds are unknown it learns them through r.
+func (pb *partBounds) absent(r kv.Reader, prefix, key []byte) bool {
+	sh := pb.shard(prefix)
+	sh.mu.Lock()
+	b := sh.m[string(prefix)]
+	if b != nil {
+		out := !b.loading && (b.empty || bytes.Compare(key, b.lo) < 0 || bytes.Compare(key, b.hi) > 0)
+		sh.mu.Unlock()
+		return out
+	}
+	if len(sh.m) >= boundsPerShard {
+		for k := range sh.m { // forget one at random
+			delete(sh.m, k)
+			break
+		}
+	}
+	b = &bound{loading: true}
+	sh.m[string(prefix)] = b
+	sh.mu.Unlock()
+
+	lo, hi, empty, err := partitionEnds(r, prefix)
+
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.m[string(prefix)] != b {
+		return false // forgotten meanwhile
+	}
+	if err != nil {
+		delete(sh.m, string(prefix))
+		return false
+	}
+	// Widenings that came in while the ends were read.
+	if b.lo != nil {
+		if empty || bytes.Compare(b.lo, lo) < 0 {
+			lo = b.lo
+		}
+		if empty || bytes.Compare(b.hi, hi) > 0 {
+			hi = b.hi
+		}
+		empty = false
+	}
+	b.loading, b.empty, b.lo, b.hi = false, empty, lo, hi
+	return b.empty || bytes.Compare(key, b.lo) < 0 || bytes.Compare(key, b.hi) > 0
+}
+
+// widen follows every write of key (committed, failed or refused: wider is
+// always safe), before the writer lets go of key's lock.
+func (pb *partBounds) widen(prefix, key []byte) {
+	sh := pb.shard(prefix)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	b := sh.m[string(prefix)]
+	if b == nil {
+		return // unknown: whoever learns the bounds reads the stored keys
+	}
+	if !b.loading && b.empty {
+		b.empty = false
+		b.lo, b.hi = bytes.Clone(key), bytes.Clone(key)
+		return
+	}
+	if b.lo == nil || bytes.Compare(key, b.lo) < 0 {
+		b.lo = bytes.Clone(key)
+	}
+	if b.hi == nil || bytes.Compare(key, b.hi) > 0 {
+		b.hi = bytes.Clone(key)
+	}
+}
+
+// partitionEnds reads the first and last stored keys that start with
+// prefix.
+func partitionEnds(r kv.Reader, prefix []byte) (lo, hi []byte, empty bool, err error) {
+	end := bytes.Clone(prefix)
+	end[len(end)-1]++ // prefix ends with str()'s terminator 0x00 0x01, so never 0xFF
+	it, err := r.NewIter(kv.IterOptions{LowerBound: prefix, UpperBound: end})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer it.Close()
+	if !it.First() {
+		return nil, nil, true, it.Error()
+	}
+	lo = bytes.Clone(it.Key())
+	if !it.(kv.LastIterator).Last() {
+		return nil, nil, false, it.Error()
+	}
+	hi = bytes.Clone(it.Key())
+	return lo, hi, false, it.Error()
+}
