@@ -184,24 +184,14 @@ func TestBoundsOracle(t *testing.T) {
 		}
 		// Every stored entity is the model's, and only those.
 		var got []string
-		for q := (partita.Query{}); ; {
-			info, err := s.QueryEntities(ctx, "acct", "bounds", q, func(e *partita.Entity) error {
-				k := mkey{e.PartitionKey, e.RowKey}
-				x, _ := e.Get("X")
-				if want, ok := model[k]; !ok || want != x.Int {
-					t.Errorf("stored %v X=%d; model %d, %v", k, x.Int, want, ok)
-				}
-				got = append(got, k.pk+"/"+k.rk)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
+		queryAll(t, s, "bounds", partita.Query{}, func(e *partita.Entity) {
+			k := mkey{e.PartitionKey, e.RowKey}
+			x, _ := e.Get("X")
+			if want, ok := model[k]; !ok || want != x.Int {
+				t.Errorf("stored %v X=%d; model %d, %v", k, x.Int, want, ok)
 			}
-			if info.Next == nil {
-				break
-			}
-			q.Next = info.Next
-		}
+			got = append(got, k.pk+"/"+k.rk)
+		})
 		if len(got) != len(model) || !sort.StringsAreSorted(got) {
 			t.Errorf("%d entities stored, model %d", len(got), len(model))
 		}
