@@ -17,14 +17,18 @@ import (
 // reading. Only a store that is the sole writer of its kv.DB has them.
 //
 // Correctness rests on the bounds only ever widening while they are known:
-// every write of a key widens its partition's bounds (if known) after its
-// commit, and before it lets go of the key's lock, so a second insert of
-// the same key finds the key within the bounds and reads. Deletes leave the
-// bounds as they are (wider than needed is safe). Bounds are learnt by
-// reading the partition's first and last keys; the entry is put in place,
-// marked loading, before that read, so a write that commits meanwhile
-// either is seen by the read or widens the entry; a loading entry answers
-// nothing. Forgetting an entry (the map is bounded) is always safe.
+// every write that may add a key widens its partition's bounds (if known)
+// after its commit, and before it lets go of the key's lock, so a second
+// insert of the same key finds the key within the bounds and reads.
+// Deletes, replaces and merges, which add no key, leave the bounds as they
+// are (wider than needed is safe). Bounds are learnt by reading the
+// partition's first and last keys; the entry is put in place, marked
+// loading, before that read, so a write that commits meanwhile either is
+// seen by the read or widens the entry; a loading entry answers nothing.
+// That needs reads through a transaction to see every commit made before
+// the read (memkv's and pebblekv's do: neither reads from a snapshot taken
+// when the transaction began). Forgetting an entry (the map is bounded) is
+// always safe.
 type partBounds struct {
 	seed   maphash.Seed
 	shards [boundsShards]boundsShard
@@ -46,6 +50,11 @@ type bound struct {
 	loading bool
 	empty   bool   // no key is stored (when not loading)
 	lo, hi  []byte // while loading: widenings seen so far (nil: none)
+}
+
+// excludes reports whether key lies outside known bounds.
+func (b *bound) excludes(key []byte) bool {
+	return !b.loading && (b.empty || bytes.Compare(key, b.lo) < 0 || bytes.Compare(key, b.hi) > 0)
 }
 
 // newPartBounds returns bounds for a store on db, or nil when db's
@@ -82,7 +91,7 @@ func (pb *partBounds) absent(r kv.Reader, prefix, key []byte) bool {
 	sh.mu.Lock()
 	b := sh.m[string(prefix)]
 	if b != nil {
-		out := !b.loading && (b.empty || bytes.Compare(key, b.lo) < 0 || bytes.Compare(key, b.hi) > 0)
+		out := b.excludes(key)
 		sh.mu.Unlock()
 		return out
 	}
@@ -118,11 +127,11 @@ func (pb *partBounds) absent(r kv.Reader, prefix, key []byte) bool {
 		empty = false
 	}
 	b.loading, b.empty, b.lo, b.hi = false, empty, lo, hi
-	return b.empty || bytes.Compare(key, b.lo) < 0 || bytes.Compare(key, b.hi) > 0
+	return b.excludes(key)
 }
 
-// widen follows every write of key (committed, failed or refused: wider is
-// always safe), before the writer lets go of key's lock.
+// widen follows every write that may add key (committed, failed or
+// refused: wider is always safe), before the writer lets go of key's lock.
 func (pb *partBounds) widen(prefix, key []byte) {
 	sh := pb.shard(prefix)
 	sh.mu.Lock()

@@ -154,7 +154,7 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 			s.rows.invalidate(key)
 		}
 	}
-	if s.bounds != nil && key != nil && op.Kind != partita.OpDelete {
+	if s.bounds != nil && key != nil && mayCreate(op.Kind) {
 		s.bounds.widen(key[:partitionPrefixLen(key)], key) // before the key's lock goes
 	}
 	if err != nil {
@@ -163,9 +163,9 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	return res, nil
 }
 
-// mayCreate reports whether a write of kind k that reads the current value
-// may store a key that was absent: those reads the partition's bounds can
-// spare (an update of a key outside them would only find nothing).
+// mayCreate reports whether a write of kind k may store a key that was
+// absent: those widen the partition's bounds, and their reads of the
+// current value the bounds can spare (bounds.go).
 func mayCreate(k partita.OpKind) bool {
 	return k == partita.OpInsert || k == partita.OpInsertOrMerge || k == partita.OpInsertOrReplace
 }
@@ -329,22 +329,26 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 			}
 		}
 	}
-	if s.bounds != nil && len(keys) > 0 {
-		// The lowest and highest written key widen the bounds enough
-		// (deletes included: wider is safe), before the partition's lock
-		// goes.
-		lo, hi := keys[0], keys[0]
-		for _, k := range keys[1:] {
-			if bytes.Compare(k, lo) < 0 {
+	if s.bounds != nil {
+		// The lowest and highest key the batch may add widen the bounds
+		// enough, before the partition's lock goes.
+		var lo, hi []byte
+		for i, k := range keys {
+			if !mayCreate(ops[i].Kind) {
+				continue
+			}
+			if lo == nil || bytes.Compare(k, lo) < 0 {
 				lo = k
 			}
-			if bytes.Compare(k, hi) > 0 {
+			if hi == nil || bytes.Compare(k, hi) > 0 {
 				hi = k
 			}
 		}
-		prefix := lo[:partitionPrefixLen(lo)]
-		s.bounds.widen(prefix, lo)
-		s.bounds.widen(prefix, hi)
+		if lo != nil {
+			prefix := lo[:partitionPrefixLen(lo)]
+			s.bounds.widen(prefix, lo)
+			s.bounds.widen(prefix, hi)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -129,26 +129,12 @@ func (c *rowCache) add(key, val []byte, t uint64) {
 	if old := sh.m[string(key)]; old != nil {
 		sh.remove(old)
 	}
-	for sh.used+size > c.perShard && sh.evictOne() {
-	}
-	e := &rowEntry{key: string(key), val: append([]byte(nil), val...)}
-	e.slot = sh.freeSlot()
-	sh.ring[e.slot] = e
-	sh.m[e.key] = e
-	sh.used += size
+	sh.insert(c.perShard, &rowEntry{key: string(key), val: append([]byte(nil), val...)}, size)
 }
 
-// invalidate forgets key's value; it is called after every committed (or
-// possibly committed) write of key.
-func (c *rowCache) invalidate(key []byte) {
-	sh := c.shard(key)
-	sh.mu.Lock()
-	sh.epoch++
-	if e := sh.m[string(key)]; e != nil {
-		sh.remove(e)
-	}
-	sh.mu.Unlock()
-}
+// invalidate forgets key's value; it follows a write of key that failed
+// but may have reached the engine.
+func (c *rowCache) invalidate(key []byte) { c.update(key, nil) }
 
 // update follows a committed write of key: its cached value, if it has
 // one, becomes val (nil: the entity was deleted), which the cache now owns
@@ -168,14 +154,9 @@ func (c *rowCache) update(key, val []byte) {
 	if val == nil || size > c.perShard/8 {
 		return
 	}
-	for sh.used+size > c.perShard && sh.evictOne() {
-	}
 	e := &rowEntry{key: old.key, val: val}
 	e.ref.Store(true)
-	e.slot = sh.freeSlot()
-	sh.ring[e.slot] = e
-	sh.m[e.key] = e
-	sh.used += size
+	sh.insert(c.perShard, e, size)
 }
 
 // RowCacheStats are the row cache's figures (Store.RowCacheStats).
@@ -206,6 +187,16 @@ func (c *rowCache) len() (n int, bytes int64) {
 		sh.mu.Unlock()
 	}
 	return n, bytes
+}
+
+// insert adds e, of size bytes, evicting until it fits in budget.
+func (sh *rowShard) insert(budget int64, e *rowEntry, size int64) {
+	for sh.used+size > budget && sh.evictOne() {
+	}
+	e.slot = sh.freeSlot()
+	sh.ring[e.slot] = e
+	sh.m[e.key] = e
+	sh.used += size
 }
 
 func (sh *rowShard) remove(e *rowEntry) {

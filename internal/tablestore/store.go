@@ -410,6 +410,8 @@ func (s *Store) partLock(account, table, pk string) *sync.RWMutex {
 	s.partHash(&h, account, table, pk)
 	return &s.partLocks[h.Sum64()%uint64(len(s.partLocks))]
 }
+
+// keyLock returns the lock of one entity.
 func (s *Store) keyLock(account, table, pk, rk string) *sync.Mutex {
 	var h maphash.Hash
 	s.partHash(&h, account, table, pk)
