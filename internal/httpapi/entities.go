@@ -93,7 +93,7 @@ func (s *Server) handleInsertEntity(w http.ResponseWriter, r *http.Request, rc *
 	}
 	o := s.entityOptions(rc, table)
 	o.Element = true
-	writeJSON(w, rc, http.StatusCreated, wire.AppendEntity(nil, e, o))
+	writeEntity(w, rc, http.StatusCreated, e, o)
 	return nil
 }
 
@@ -188,14 +188,20 @@ func (s *Server) handleGetEntity(w http.ResponseWriter, r *http.Request, rc *req
 	o.Element = true
 	o.Select = sel
 	w.Header()[hdrETag] = []string{e.ETag()}
+	writeEntity(w, rc, http.StatusOK, e, o)
+	return nil
+}
+
+// writeEntity writes one entity's JSON as the response, built in a pooled
+// buffer.
+func writeEntity(w http.ResponseWriter, rc *reqCtx, status int, e *partita.Entity, o *wire.EntityOptions) {
 	bp := entityBufPool.Get().(*[]byte)
 	body := wire.AppendEntity((*bp)[:0], e, o)
-	writeJSON(w, rc, http.StatusOK, body)
+	writeJSON(w, rc, status, body)
 	if cap(body) <= entityBufMax {
 		*bp = body[:0]
 		entityBufPool.Put(bp)
 	}
-	return nil
 }
 
 // entityBufPool holds the buffers one entity's JSON is built in: a 1 KiB

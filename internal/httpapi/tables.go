@@ -62,15 +62,12 @@ func prefer(h http.Header) string {
 }
 
 // preferenceApplied is the Preference-Applied header's value for what
-// prefer returned, without an allocation per request.
+// prefer returned (not ""), without an allocation per request.
 func preferenceApplied(p string) []string {
-	switch p {
-	case "return-no-content":
+	if p == "return-no-content" {
 		return valReturnNoContent
-	case "return-content":
-		return valReturnContent
 	}
-	return []string{p}
+	return valReturnContent
 }
 
 func appendTable(b []byte, rc *reqCtx, name string, element bool) []byte {
