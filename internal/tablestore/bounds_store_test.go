@@ -122,11 +122,15 @@ func TestBoundsOracle(t *testing.T) {
 					model[k] = step
 					inserts++
 				}
-			case op < 6: // insert or merge: keeps Y of a stored entity
+			case op < 6: // insert or merge (keeps Y of a stored entity), or insert or replace (reads nothing, adds keys all the same)
 				k := mkey{pk, pickRK(p)}
 				_, had := model[k]
-				if _, err := s.Write(ctx, "acct", "bounds", partita.Op{Kind: partita.OpInsertOrMerge, Entity: ent(k.pk, k.rk, step, !had)}); err != nil {
-					t.Fatalf("step %d: insert or merge %v: %v", step, k, err)
+				kind := partita.OpInsertOrMerge
+				if rng.IntN(2) == 0 {
+					kind = partita.OpInsertOrReplace
+				}
+				if _, err := s.Write(ctx, "acct", "bounds", partita.Op{Kind: kind, Entity: ent(k.pk, k.rk, step, !had)}); err != nil {
+					t.Fatalf("step %d: %v %v: %v", step, kind, k, err)
 				}
 				model[k] = step
 			case op < 8: // delete
