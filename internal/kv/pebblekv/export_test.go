@@ -62,3 +62,6 @@ func CompactAll(d *DB) error {
 	}
 	return d.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, true)
 }
+
+// Flush flushes the memtables to sstables.
+func Flush(d *DB) error { return d.db.Flush() }

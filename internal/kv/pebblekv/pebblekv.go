@@ -160,10 +160,21 @@ func Open(dir string, o *Options) (*DB, error) {
 			return nil, fmt.Errorf("pebblekv: directory %s %w", dir, ErrNoStore)
 		}
 	}
-	cache := pebble.NewCache(cacheSize)
+	memTableSize := o.MemTableSize
+	if memTableSize == 0 {
+		memTableSize = 32 << 20
+	}
+	// Pebble charges the memtables it allocates against the block cache
+	// (Cache.Reserve): the active one, the one it keeps for reuse after a
+	// flush, and more while flushes queue up. A cache of exactly CacheSize
+	// held nothing at all once two 32 MiB memtables had existed (64 MiB
+	// reserved of 64), so every block read went to the file system. The
+	// cache is CacheSize on top of two memtables: the blocks it keeps are
+	// what --cache-mb says (TestBlockCacheHoldsBlocks).
+	cache := pebble.NewCache(cacheSize + 2*int64(memTableSize))
 	po := &pebble.Options{
 		Cache:                       cache,
-		MemTableSize:                o.MemTableSize,
+		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
@@ -171,9 +182,6 @@ func Open(dir string, o *Options) (*DB, error) {
 		Logger:                      pebbleLogger{log: orDefault(o.Logger), fatal: fatal},
 		WALDir:                      o.WALDir,
 		EventListener:               &pebble.EventListener{BackgroundError: fatal.background},
-	}
-	if po.MemTableSize == 0 {
-		po.MemTableSize = 32 << 20
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
