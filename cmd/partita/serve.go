@@ -312,6 +312,7 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shar
 				return nil, false, err
 			}
 		}
+		log.Debug("C allocator", "arenas_capped", mallocArenasCapped())
 		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
 		if err != nil {
 			return nil, false, err
