@@ -169,7 +169,7 @@ func serveFlags(c *Config) []flagDef {
 		{"body-min-rate-kb", "", &c.BodyMinRateKB, int64(64), "the slowest rate (KiB/s) a request body is waited for, on top of --body-timeout"},
 		{"read-header-timeout", "", &c.ReadHeaderTimeout, 30 * time.Second, "a client must send a request's headers within this time, or its connection is closed"},
 		{"idle-timeout", "", &c.IdleTimeout, 2 * time.Minute, "an idle keep-alive connection is closed after this time"},
-		{"cache-mb", "", &c.CacheMB, int64(64), "with --store pebble: Pebble's block cache (MiB); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64"},
+		{"cache-mb", "", &c.CacheMB, int64(64), "with --store pebble: Pebble's block cache (MiB, beside its two 32 MiB memtables); more keeps more of a large table's blocks in memory (resident memory grows by as much); 0 or less: 64"},
 		{"row-cache-mb", "", &c.RowCacheMB, int64(32), "keep recently read entities (MiB, 0 disables), so point reads of hot entities skip the engine; not with a shared --store, whose other front ends' writes it would not see"},
 		{"wal-dir", "PARTITA_WAL_DIR", &c.WALDir, envOr("PARTITA_WAL_DIR", ""), "with --store pebble: keep the write-ahead log in this directory, e.g. on a faster device of its own (every durable write waits for its sync); default beside the data. The store remembers the path and will not open with another one"},
 		{"min-free-mb", "", &c.MinFreeMB, int64(128), "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables"},
