@@ -40,10 +40,59 @@ const boundsShards = 32
 // tests, which shrink it to make forgetting common).
 var boundsPerShard = 1024
 
+// boundsShardBytes bounds a shard's keys (partition prefixes and bounds,
+// each up to a few KiB of a client's choosing), so that the 32 shards hold
+// at most 8 MiB whatever keys writers send; typical keys fill the count
+// first. boundOverhead approximates an entry's map slot and struct.
+var boundsShardBytes = 256 << 10
+
+const boundOverhead = 96
+
 type boundsShard struct {
-	mu sync.Mutex
-	m  map[string]*bound // partition key prefix → bounds
-	_  [40]byte
+	mu    sync.Mutex
+	m     map[string]*bound // partition key prefix → bounds
+	bytes int               // of the entries in m: keys, bounds, overhead
+	_     [32]byte
+}
+
+// cost is what an entry of partition prefix with bounds b counts against
+// its shard's bytes.
+func (b *bound) cost(prefix string) int { return len(prefix) + len(b.lo) + len(b.hi) + boundOverhead }
+
+// set puts b in place as prefix's entry (nil: forgets it), keeping the
+// shard's bytes, then trims the shard. The caller holds mu.
+func (sh *boundsShard) set(prefix string, b *bound) {
+	if old := sh.m[prefix]; old != nil {
+		sh.bytes -= old.cost(prefix)
+		delete(sh.m, prefix)
+	}
+	if b != nil {
+		sh.m[prefix] = b
+		sh.bytes += b.cost(prefix)
+	}
+	sh.trim()
+}
+
+// change runs fn, which changes prefix's entry b in place, keeping the
+// shard's bytes, then trims the shard. The caller holds mu.
+func (sh *boundsShard) change(prefix string, b *bound, fn func()) {
+	before := b.cost(prefix)
+	fn()
+	sh.bytes += b.cost(prefix) - before
+	sh.trim()
+}
+
+// trim forgets entries at random while the shard holds more than it may.
+// Forgetting is always safe; an entry being answered from may go too, its
+// answer still holds. The caller holds mu.
+func (sh *boundsShard) trim() {
+	for len(sh.m) > boundsPerShard || sh.bytes > boundsShardBytes {
+		for k, e := range sh.m {
+			sh.bytes -= e.cost(k)
+			delete(sh.m, k)
+			break
+		}
+	}
 }
 
 type bound struct {
@@ -95,14 +144,8 @@ func (pb *partBounds) absent(r kv.Reader, prefix, key []byte) bool {
 		sh.mu.Unlock()
 		return out
 	}
-	if len(sh.m) >= boundsPerShard {
-		for k := range sh.m { // forget one at random
-			delete(sh.m, k)
-			break
-		}
-	}
 	b = &bound{loading: true}
-	sh.m[string(prefix)] = b
+	sh.set(string(prefix), b)
 	sh.mu.Unlock()
 
 	lo, hi, empty, err := partitionEnds(r, prefix)
@@ -113,7 +156,7 @@ func (pb *partBounds) absent(r kv.Reader, prefix, key []byte) bool {
 		return false // forgotten meanwhile
 	}
 	if err != nil {
-		delete(sh.m, string(prefix))
+		sh.set(string(prefix), nil)
 		return false
 	}
 	// Widenings that came in while the ends were read.
@@ -126,7 +169,7 @@ func (pb *partBounds) absent(r kv.Reader, prefix, key []byte) bool {
 		}
 		empty = false
 	}
-	b.loading, b.empty, b.lo, b.hi = false, empty, lo, hi
+	sh.change(string(prefix), b, func() { b.loading, b.empty, b.lo, b.hi = false, empty, lo, hi })
 	return b.excludes(key)
 }
 
@@ -141,16 +184,25 @@ func (pb *partBounds) widen(prefix, key []byte) {
 		return // unknown: whoever learns the bounds reads the stored keys
 	}
 	if !b.loading && b.empty {
-		b.empty = false
-		b.lo, b.hi = bytes.Clone(key), bytes.Clone(key)
+		sh.change(string(prefix), b, func() {
+			b.empty = false
+			b.lo, b.hi = bytes.Clone(key), bytes.Clone(key)
+		})
 		return
 	}
-	if b.lo == nil || bytes.Compare(key, b.lo) < 0 {
-		b.lo = bytes.Clone(key)
+	lower := b.lo == nil || bytes.Compare(key, b.lo) < 0
+	higher := b.hi == nil || bytes.Compare(key, b.hi) > 0
+	if !lower && !higher {
+		return
 	}
-	if b.hi == nil || bytes.Compare(key, b.hi) > 0 {
-		b.hi = bytes.Clone(key)
-	}
+	sh.change(string(prefix), b, func() {
+		if lower {
+			b.lo = bytes.Clone(key)
+		}
+		if higher {
+			b.hi = bytes.Clone(key)
+		}
+	})
 }
 
 // partitionEnds reads the first and last stored keys that start with

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -282,4 +283,49 @@ func TestBoundsConcurrentInserts(t *testing.T) {
 		}
 		t.Logf("%d inserted, %d refused", wins.Load(), losses.Load())
 	})
+}
+
+// TestBoundsBytesBounded: partitions with the longest keys a client may
+// send must not grow the remembered bounds past their byte budget, however
+// many partitions are written; and forgetting for want of bytes keeps
+// inserts right (every key written a second time is a 409).
+func TestBoundsBytesBounded(t *testing.T) {
+	defer tablestore.SetBoundsShardBytes(16 << 10)()
+	ctx := t.Context()
+	s, err := tablestore.Open(ctx, memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTable(ctx, "acct", "wide"); err != nil {
+		t.Fatal(err)
+	}
+	const parts = 600
+	long := strings.Repeat("k", 1000)
+	key := func(i, j int) (string, string) {
+		return fmt.Sprintf("%s%05d", long[:500], i), fmt.Sprintf("%s%05d", long[:500], j)
+	}
+	for round := 0; round < 2; round++ {
+		for i := 0; i < parts; i++ {
+			for j := 0; j < 2; j++ {
+				pk, rk := key(i, j)
+				e := &partita.Entity{PartitionKey: pk, RowKey: rk, Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(int32(i))}}}
+				_, err := s.Write(ctx, "acct", "wide", partita.Op{Kind: partita.OpInsert, Entity: e})
+				if round == 0 && err != nil {
+					t.Fatalf("insert %d/%d: %v", i, j, err)
+				}
+				if round == 1 && partita.ErrorCode(err) != partita.CodeEntityAlreadyExists {
+					t.Fatalf("second insert of %d/%d: %v, want EntityAlreadyExists", i, j, err)
+				}
+			}
+		}
+		counted, actual := tablestore.BoundsBytes(s)
+		if counted != actual {
+			t.Fatalf("round %d: bounds count %d bytes, their entries hold %d", round, counted, actual)
+		}
+		// 32 shards of 16 KiB.
+		if actual > 32*16<<10 {
+			t.Fatalf("round %d: bounds hold %d bytes, budget %d", round, actual, 32*16<<10)
+		}
+		t.Logf("round %d: %d partitions remembered, %d bytes", round, tablestore.BoundsKnown(s), actual)
+	}
 }

@@ -22,6 +22,32 @@ func SetBoundsPerShard(n int) func() {
 	return func() { boundsPerShard = old }
 }
 
+// SetBoundsShardBytes changes how many bytes of keys a shard of every
+// store's bounds may hold, for tests; it returns a func that restores it.
+func SetBoundsShardBytes(n int) func() {
+	old := boundsShardBytes
+	boundsShardBytes = n
+	return func() { boundsShardBytes = old }
+}
+
+// BoundsBytes reports the bytes s's bounds hold, as counted against their
+// budget, and checks that count against the entries themselves.
+func BoundsBytes(s *Store) (counted, actual int) {
+	if s.bounds == nil {
+		return 0, 0
+	}
+	for i := range s.bounds.shards {
+		sh := &s.bounds.shards[i]
+		sh.mu.Lock()
+		counted += sh.bytes
+		for k, b := range sh.m {
+			actual += b.cost(k)
+		}
+		sh.mu.Unlock()
+	}
+	return counted, actual
+}
+
 // BoundsKnown reports how many partitions' bounds s holds (loaded or
 // loading).
 func BoundsKnown(s *Store) int {
