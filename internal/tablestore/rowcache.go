@@ -13,15 +13,18 @@ import (
 // the sole writer of its kv.DB has one (not Options.Shared: another front
 // end's writes would not invalidate it).
 //
-// Consistency: every write of an entity invalidates its key after its
-// commit (invalidate), and a reader adds what it read only if no
-// invalidation reached the key's shard since just before its read
+// Consistency: every write of an entity, still holding its key's lock,
+// replaces the key's cached value with what it committed (update; a
+// failed write, which may have reached the engine, drops it: invalidate),
+// and each of those bumps the key's shard's epoch. A reader adds what it
+// read only if the epoch has not moved since just before its read
 // (ticket, then add). A reader that took its ticket after a write's
-// invalidation read after that write's commit, so what it adds is at
-// least as new; one that took it before is refused. Between a commit and
-// its invalidation, readers may still get the old value from the cache,
-// as they may from the engine while the write is in flight: the write has
-// not been acknowledged yet.
+// update read after that write's commit, so what it adds is at least as
+// new; one that took it before is refused, and one that adds before the
+// write's update has its value replaced by it. Between a commit and its
+// update, readers may still get the old value from the cache, as they may
+// from the engine while the write is in flight: the write has not been
+// acknowledged yet.
 //
 // The cache is bounded in bytes (keys, values and a fixed overhead per
 // entry), per shard, and evicts with the clock algorithm: a hit marks an
