@@ -65,3 +65,12 @@ func CompactAll(d *DB) error {
 
 // Flush flushes the memtables to sstables.
 func Flush(d *DB) error { return d.db.Flush() }
+
+// SetBufferTableWrites switches the gathering of sstable and blob file
+// writes for the stores opened until restore is called (benchmarks
+// compare both).
+func SetBufferTableWrites(on bool) (restore func()) {
+	old := bufferTableWrites
+	bufferTableWrites = on
+	return func() { bufferTableWrites = old }
+}

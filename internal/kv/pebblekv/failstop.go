@@ -220,6 +220,9 @@ func (fs walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCat
 
 func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if !isWAL(name) {
+		if err == nil && bufferTableWrites && isTableFile(name) {
+			return newBufferedFile(f), nil
+		}
 		return f, err
 	}
 	if err != nil {
