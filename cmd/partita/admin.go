@@ -65,7 +65,7 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	go srv.Serve(ln)
+	go srv.Serve(limitConnections(ln, adminConnections))
 	fmt.Fprintf(stdout, "partita: admin listening on http://%s\n", ln.Addr())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

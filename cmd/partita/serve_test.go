@@ -129,3 +129,29 @@ func TestServeFlagsInREADME(t *testing.T) {
 		}
 	}
 }
+
+func TestFitConnections(t *testing.T) {
+	for _, c := range []struct {
+		want   int
+		nofile uint64
+		n      int
+		fitted bool
+	}{
+		{10000, 0, 10000, false},        // no limit known
+		{10000, 1 << 20, 10000, false},  // room for all
+		{10000, 20000, 10000, false},    // 17,952 of room
+		{20000, 20000, 17952, true},     // the store keeps 2,048
+		{10000, 4096, 2048, true},       // at 4,096 the store's part and half agree
+		{10000, 1024, 512, true},        // a small limit is halved
+		{100, 1024, 100, false},         // within it
+		{0, 20000, 17952, false},        // 0: as many as the limit allows
+		{0, 0, 1<<31 - 1, false},        // 0 and no limit
+		{-1, 1 << 40, 1<<31 - 1, false}, // unlimited in practice
+		{5000, 1 << 40, 5000, false},    // ditto, with a cap
+	} {
+		n, fitted := fitConnections(c.want, c.nofile)
+		if n != c.n || fitted != c.fitted {
+			t.Errorf("fitConnections(%d, %d) = %d, %v; want %d, %v", c.want, c.nofile, n, fitted, c.n, c.fitted)
+		}
+	}
+}
