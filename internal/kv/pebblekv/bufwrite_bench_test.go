@@ -1,12 +1,10 @@
 package pebblekv_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/pebblekv"
 )
 
@@ -26,16 +24,8 @@ func BenchmarkTableWrites(b *testing.B) {
 				db := openBench(b, true)
 				var key []byte
 				for base := uint64(0); base < n; base += 100 {
-					err := db.Update(context.Background(), func(tx kv.Txn) error {
-						for i := range uint64(100) {
-							key = benchKey(key, base+i)
-							if err := tx.Set(key, payload(base+i)); err != nil {
-								return err
-							}
-						}
-						return nil
-					})
-					if err != nil {
+					var err error
+					if key, err = writeHundred(db, key, base); err != nil {
 						b.Fatal(err)
 					}
 				}

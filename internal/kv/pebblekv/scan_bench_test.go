@@ -265,6 +265,21 @@ func BenchmarkInsert1x1K(b *testing.B) {
 	})
 }
 
+// writeHundred commits the values of keys base to base+99 in one batch;
+// key is scratch space, returned for reuse.
+func writeHundred(db kv.DB, key []byte, base uint64) ([]byte, error) {
+	err := db.Update(context.Background(), func(tx kv.Txn) error {
+		for i := range uint64(100) {
+			key = benchKey(key, base+i)
+			if err := tx.Set(key, payload(base+i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return key, err
+}
+
 // BenchmarkBatch100x1K: synced commits of 100 new 1 KiB values each from
 // 16 writers (a $batch of inserts), on a new store. Use -benchtime 3000x
 // or more so that flushes and compactions count.
@@ -277,17 +292,8 @@ func BenchmarkBatch100x1K(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			var key []byte
 			for pb.Next() {
-				base := next.Add(100) - 100
-				err := db.Update(context.Background(), func(tx kv.Txn) error {
-					for i := range uint64(100) {
-						key = benchKey(key, base+i)
-						if err := tx.Set(key, payload(base+i)); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
+				var err error
+				if key, err = writeHundred(db, key, next.Add(100)-100); err != nil {
 					b.Error(err)
 					return
 				}
