@@ -9,9 +9,9 @@ import (
 
 // storeFiles is how many of the process's open files are kept out of
 // --max-connections: Pebble keeps up to 1,000 sstable and blob files open
-// (its file cache, Options.MaxOpenFiles), and the write-ahead log, the
-// manifest, directories, the admin and pprof listeners and a PostgreSQL
-// pool need some more. A server whose connections took every file could
+// (its file cache, Options.MaxOpenFiles; fewer under a small limit, see
+// storeOpenFiles), and the write-ahead log, the manifest, directories, the
+// admin and pprof listeners and a PostgreSQL pool need some more. A server whose connections took every file could
 // not create the next sstable or log: Pebble retried its flush thousands
 // of times a second, writes stalled once the memtables were full, and a
 // log it could not create is a fatal storage error.
@@ -43,6 +43,21 @@ func fitConnections(want int, nofile uint64) (n int, fitted bool) {
 		return room, true
 	}
 	return want, false
+}
+
+// storeOpenFiles returns how many sstable and blob files Pebble may keep
+// open under the open-file limit nofile: its default (0, meaning 1,000)
+// when that fits beside the connections, else what is left of the store's
+// half of a small limit after 64 files for its log, manifest and
+// listeners (at least 16).
+func storeOpenFiles(nofile uint64) int {
+	if nofile == 0 || nofile >= 2*storeFiles {
+		return 0
+	}
+	if n := int(nofile)/2 - 64; n < 1000 {
+		return max(n, 16)
+	}
+	return 0
 }
 
 // limitConnections makes ln accept at most n connections at once; more

@@ -69,10 +69,10 @@ type Config struct {
 	ReadHeaderTimeout, IdleTimeout time.Duration
 	// MaxInFlight and QueueWait bound concurrent requests (overload → 503).
 	MaxInFlight int
+	QueueWait   time.Duration
 	// MaxConnections bounds open client connections (fitted under the
 	// open-file limit, beside the store's files).
 	MaxConnections int
-	QueueWait      time.Duration
 	// MaxBodyMB, ClientShare, BodyTimeout and BodyMinRateKB bound request
 	// bodies: bytes in memory at once, one client's share of them and of
 	// the slots, and how slowly a body may arrive.
@@ -317,7 +317,7 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shar
 			}
 		}
 		log.Debug("C allocator", "arenas_capped", mallocArenasCapped())
-		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir})
+		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir, MaxOpenFiles: storeOpenFiles(openFileLimit())})
 		if err != nil {
 			return nil, false, err
 		}

@@ -155,3 +155,25 @@ func TestFitConnections(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreOpenFilesFitSmallLimits(t *testing.T) {
+	for _, c := range []struct {
+		nofile uint64
+		want   int
+	}{
+		{0, 0}, {1 << 20, 0}, {20000, 0}, {4096, 0}, {2128, 0}, // Pebble's 1,000 fit beside the connections
+		{2126, 999}, {1024, 448}, {256, 64}, {100, 16},
+	} {
+		got := storeOpenFiles(c.nofile)
+		if got != c.want {
+			t.Errorf("storeOpenFiles(%d) = %d, want %d", c.nofile, got, c.want)
+		}
+		tables := got
+		if tables == 0 {
+			tables = 1000 // Pebble's default
+		}
+		if conns, _ := fitConnections(10000, c.nofile); c.nofile >= 256 && conns+tables+64 > int(c.nofile) {
+			t.Errorf("under %d files: %d connections and %d table files do not fit", c.nofile, conns, tables)
+		}
+	}
+}

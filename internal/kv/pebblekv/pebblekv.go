@@ -28,6 +28,9 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is the size of one memtable in bytes (default 32 MiB).
 	MemTableSize uint64
+	// MaxOpenFiles bounds the sstable and blob files Pebble keeps open
+	// (its file cache; 0: Pebble's default, 1,000).
+	MaxOpenFiles int
 	// FS replaces the file system, for tests (default the OS).
 	FS vfs.FS
 	// Logger receives Pebble's background errors (default slog.Default()).
@@ -175,6 +178,7 @@ func Open(dir string, o *Options) (*DB, error) {
 	po := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
+		MaxOpenFiles:                o.MaxOpenFiles,
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
