@@ -278,7 +278,9 @@ func (f *bufferedFile) WriteAt(p []byte, off int64) (int, error) {
 	if err := f.flush(); err != nil {
 		return 0, err
 	}
-	return f.File.WriteAt(p, off)
+	n, err := f.File.WriteAt(p, off)
+	f.off = max(f.off, off+int64(n)) // Close trims to it
+	return n, err
 }
 
 func (f *bufferedFile) Stat() (vfs.FileInfo, error) {
