@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -310,5 +311,58 @@ func TestStoreGathersTableWrites(t *testing.T) {
 		if max := fs.bytes[kind]/(writeBufferSize/2) + 4; fs.writes[kind] > max {
 			t.Errorf("%s files: %d writes for %d bytes, want at most %d", kind, fs.writes[kind], fs.bytes[kind], max)
 		}
+	}
+}
+
+// reservingFile has room for limit bytes: reserving beyond fails for want
+// of space, writing beyond fails the same way.
+type reservingFile struct {
+	vfs.File
+	limit, written int64
+}
+
+func (f *reservingFile) Preallocate(off, n int64) error {
+	if off+n > f.limit {
+		return syscall.ENOSPC
+	}
+	return nil
+}
+
+func (f *reservingFile) Write(p []byte) (int, error) {
+	if f.written+int64(len(p)) > f.limit {
+		return 0, syscall.ENOSPC
+	}
+	f.written += int64(len(p))
+	return f.File.Write(p)
+}
+
+// TestStraightThroughRunsOutBeforeFinish: written straight through, a
+// file runs out of space at a write that leaves finishSlack unwritten, so
+// the last bytes Pebble writes when it finishes a file always fit.
+func TestStraightThroughRunsOutBeforeFinish(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 20, TotalBytes: 1 << 30})
+	raw, err := fs.Create("000006.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := &reservingFile{File: raw, limit: 300 << 10}
+	f, err := testTables(fs, nil).open("000006.sst", rf)
+	if err != nil || f.buf != nil {
+		t.Fatalf("open = %v, buffered %v; want straight through", err, f.buf != nil)
+	}
+	var werr error
+	for werr == nil {
+		_, werr = f.Write(make([]byte, 4096))
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("writes ended with %v, want ENOSPC", werr)
+	}
+	if room := rf.limit - rf.written; room < finishSlack {
+		t.Fatalf("space ran out with %d bytes left, want at least the %d a finish needs", room, finishSlack)
+	}
+	full := &reservingFile{File: raw, limit: finishSlack - 1}
+	if _, err := testTables(fs, nil).open("000007.sst", full); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("open with no room for a finish = %v, want ENOSPC", err)
 	}
 }
