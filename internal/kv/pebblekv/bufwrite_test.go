@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -26,7 +29,10 @@ func TestBufferedFileMatchesDirectWrites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := newBufferedFile(raw)
+		f, _ := testTables(fs, nil).open("000001.sst", raw)
+		if f.buf == nil {
+			t.Fatal("a file on a file system that does not say its free space is not buffered")
+		}
 		var want []byte
 		for op := range 40 {
 			switch k := rng.IntN(10); {
@@ -94,33 +100,145 @@ func fileBytes(t *testing.T, fs vfs.FS, name string) []byte {
 	return b
 }
 
-// failingFile fails every write.
-type failingFile struct{ vfs.File }
+// testTables is the tableFiles of a store on fs whose fatal errors go to
+// onFatal.
+func testTables(fs vfs.FS, onFatal func(error)) *tableFiles {
+	f := &fataler{log: slog.New(slog.DiscardHandler), onFatal: onFatal, openFailed: make(chan error, 1)}
+	f.opened.Store(true)
+	return &tableFiles{fs: fs, fatal: f}
+}
+
+// failingFile fails every write after the first ok bytes.
+type failingFile struct {
+	vfs.File
+	ok int
+}
 
 var errDiskBroken = errors.New("disk broken")
 
-func (failingFile) Write([]byte) (int, error) { return 0, errDiskBroken }
+func (f *failingFile) Write(p []byte) (int, error) {
+	if len(p) > f.ok {
+		return 0, errDiskBroken
+	}
+	f.ok -= len(p)
+	return f.File.Write(p)
+}
 
-// TestBufferedFileReportsWriteErrors: a write error of gathered bytes is
-// reported by the Sync and Close that Pebble makes before it uses a
-// file, and by every later write.
-func TestBufferedFileReportsWriteErrors(t *testing.T) {
-	raw, err := vfs.NewMem().Create("000002.blob", vfs.WriteCategoryUnspecified)
+// TestBufferedFileWriteErrorsReachTheWrite: a write that fails when the
+// buffer is written out is reported by the Write that Pebble made, sticks,
+// and the abort that follows (Pebble syncs and closes the file it
+// abandons) gets it again without a fatal error.
+func TestBufferedFileWriteErrorsReachTheWrite(t *testing.T) {
+	fs := vfs.NewMem()
+	raw, err := fs.Create("000002.blob", vfs.WriteCategoryUnspecified)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newBufferedFile(failingFile{raw})
-	if _, err := f.Write(make([]byte, 100)); err != nil {
-		t.Fatalf("a gathered write failed at once: %v", err)
+	fatal := make(chan error, 1)
+	f, _ := testTables(fs, func(err error) { fatal <- err }).open("000002.blob", &failingFile{File: raw})
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		_, werr = f.Write(make([]byte, 16<<10))
+	}
+	if !errors.Is(werr, errDiskBroken) {
+		t.Fatalf("writes of 1.6 MB to a broken disk = %v, want its error", werr)
+	}
+	if _, err := f.Write(make([]byte, 10)); !errors.Is(err, errDiskBroken) {
+		t.Fatalf("Write after a failed write = %v, want the error", err)
 	}
 	if err := f.Sync(); !errors.Is(err, errDiskBroken) {
-		t.Fatalf("Sync = %v, want the write's error", err)
-	}
-	if _, err := f.Write(make([]byte, 100)); !errors.Is(err, errDiskBroken) {
-		t.Fatalf("Write after a failed write = %v, want the error", err)
+		t.Fatalf("Sync of the abandoned file = %v, want the write's error", err)
 	}
 	if err := f.Close(); !errors.Is(err, errDiskBroken) {
 		t.Fatalf("Close = %v, want the write's error", err)
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("a failure Pebble was told of became fatal: %v", err)
+	default:
+	}
+}
+
+// TestBufferedFileSyncFailureIsFatal: gathered bytes that fail to write at
+// the sync (where Pebble, told of a failed sync, would abort a file it has
+// already closed and crash on a nil pointer) stop the store with the
+// file's name instead; the sync does not return.
+func TestBufferedFileSyncFailureIsFatal(t *testing.T) {
+	fs := vfs.NewMem()
+	raw, err := fs.Create("000003.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fatal := make(chan error, 1)
+	f, _ := testTables(fs, func(err error) { fatal <- err }).open("000003.sst", &failingFile{File: raw})
+	if _, err := f.Write(make([]byte, 100)); err != nil {
+		t.Fatalf("a gathered write failed at once: %v", err)
+	}
+	returned := make(chan error, 1)
+	go func() { returned <- f.Sync() }() // blocks for good once fatal
+	select {
+	case err := <-fatal:
+		if !errors.Is(err, errDiskBroken) || !errors.Is(err, ErrFatal) || !strings.Contains(err.Error(), "000003.sst") {
+			t.Fatalf("fatal error %v, want ErrFatal with the write's error and the file", err)
+		}
+	case err := <-returned:
+		t.Fatalf("Sync returned %v instead of stopping the store", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fatal error")
+	}
+}
+
+// TestTableFilesStraightThroughWhenLow: with less than bufferMinFree free,
+// a table file is written as Pebble writes it, so a write that fails for
+// want of space fails as that write.
+func TestTableFilesStraightThroughWhenLow(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: bufferMinFree - 1, TotalBytes: 2 * bufferMinFree})
+	raw, err := fs.Create("000004.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := testTables(fs, nil).open("000004.sst", raw)
+	if f.buf != nil {
+		t.Fatal("a table file is buffered with less than bufferMinFree free")
+	}
+	if _, err := f.Write([]byte("abc")); err != nil {
+		t.Fatal(err)
+	}
+	if got := fileBytes(t, fs, "000004.sst"); string(got) != "abc" {
+		t.Fatalf("the file holds %q after a write, want it written through", got)
+	}
+	f.Close()
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: bufferMinFree, TotalBytes: 2 * bufferMinFree})
+	raw, _ = fs.Create("000005.sst", vfs.WriteCategoryUnspecified)
+	if f, _ := testTables(fs, nil).open("000005.sst", raw); f.buf == nil {
+		t.Fatal("a table file is not buffered with bufferMinFree free")
+	}
+}
+
+// TestTableFilesPaceFailures: failures in a run wait longer and longer
+// (Pebble retries a failed flush at once), the run ends after
+// failureQuiet without one, and a closing store does not wait.
+func TestTableFilesPaceFailures(t *testing.T) {
+	tf := testTables(vfs.NewMem(), nil)
+	start := time.Now()
+	for range 4 {
+		tf.failed()
+	}
+	if d := time.Since(start); d < 75*time.Millisecond {
+		t.Fatalf("four failures in a row waited %v, want at least 5+10+20+40 ms", d)
+	}
+	tf.last = time.Now().Add(-failureQuiet - time.Second)
+	tf.failed()
+	if tf.failures != 1 {
+		t.Fatalf("a failure after %v of quiet counts as number %d of its run, want 1", failureQuiet, tf.failures)
+	}
+	tf.fatal.closing.Store(true)
+	tf.failures = 20
+	start = time.Now()
+	tf.failed()
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("a closing store's failure waited %v", d)
 	}
 }
 
@@ -193,5 +311,58 @@ func TestStoreGathersTableWrites(t *testing.T) {
 		if max := fs.bytes[kind]/(writeBufferSize/2) + 4; fs.writes[kind] > max {
 			t.Errorf("%s files: %d writes for %d bytes, want at most %d", kind, fs.writes[kind], fs.bytes[kind], max)
 		}
+	}
+}
+
+// reservingFile has room for limit bytes: reserving beyond fails for want
+// of space, writing beyond fails the same way.
+type reservingFile struct {
+	vfs.File
+	limit, written int64
+}
+
+func (f *reservingFile) Preallocate(off, n int64) error {
+	if off+n > f.limit {
+		return syscall.ENOSPC
+	}
+	return nil
+}
+
+func (f *reservingFile) Write(p []byte) (int, error) {
+	if f.written+int64(len(p)) > f.limit {
+		return 0, syscall.ENOSPC
+	}
+	f.written += int64(len(p))
+	return f.File.Write(p)
+}
+
+// TestStraightThroughRunsOutBeforeFinish: written straight through, a
+// file runs out of space at a write that leaves finishSlack unwritten, so
+// the last bytes Pebble writes when it finishes a file always fit.
+func TestStraightThroughRunsOutBeforeFinish(t *testing.T) {
+	fs := vfs.NewMem()
+	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 20, TotalBytes: 1 << 30})
+	raw, err := fs.Create("000006.sst", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := &reservingFile{File: raw, limit: 300 << 10}
+	f, err := testTables(fs, nil).open("000006.sst", rf)
+	if err != nil || f.buf != nil {
+		t.Fatalf("open = %v, buffered %v; want straight through", err, f.buf != nil)
+	}
+	var werr error
+	for werr == nil {
+		_, werr = f.Write(make([]byte, 4096))
+	}
+	if !errors.Is(werr, syscall.ENOSPC) {
+		t.Fatalf("writes ended with %v, want ENOSPC", werr)
+	}
+	if room := rf.limit - rf.written; room < finishSlack {
+		t.Fatalf("space ran out with %d bytes left, want at least the %d a finish needs", room, finishSlack)
+	}
+	full := &reservingFile{File: raw, limit: finishSlack - 1}
+	if _, err := testTables(fs, nil).open("000007.sst", full); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("open with no room for a finish = %v, want ENOSPC", err)
 	}
 }

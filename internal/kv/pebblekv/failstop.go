@@ -198,10 +198,11 @@ func (d *DB) deleteRange(start, end []byte) error {
 }
 
 // walFS reports the write-ahead log's write errors to the fataler before
-// Pebble sees them.
+// Pebble sees them, and makes table files bufferedFiles.
 type walFS struct {
 	vfs.FS
-	fatal *fataler
+	fatal  *fataler
+	tables *tableFiles
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
@@ -219,10 +220,19 @@ func (fs walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCat
 }
 
 func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if !isWAL(name) {
-		if err == nil && bufferTableWrites && isTableFile(name) {
-			return newBufferedFile(f), nil
+	if isTableFile(name) {
+		if err != nil {
+			fs.tables.failed()
+			return nil, err
 		}
+		b, err := fs.tables.open(name, f)
+		if err != nil {
+			fs.tables.failed()
+			return nil, err
+		}
+		return b, nil
+	}
+	if !isWAL(name) {
 		return f, err
 	}
 	if err != nil {

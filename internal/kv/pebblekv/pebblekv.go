@@ -182,7 +182,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
-		FS:                          walFS{FS: fs, fatal: fatal},
+		FS:                          walFS{FS: fs, fatal: fatal, tables: &tableFiles{fs: fs, fatal: fatal}},
 		Logger:                      pebbleLogger{log: orDefault(o.Logger), fatal: fatal},
 		WALDir:                      o.WALDir,
 		EventListener:               &pebble.EventListener{BackgroundError: fatal.background},

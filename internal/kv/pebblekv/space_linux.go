@@ -13,3 +13,7 @@ func freeSpace(dir string) (uint64, bool) {
 	}
 	return st.Bavail * uint64(st.Bsize), true
 }
+
+// trimTo releases the blocks a file holds beyond size (its length), which
+// fallocate reserved ahead of its writes. Best effort.
+func trimTo(fd uintptr, size int64) { _ = syscall.Ftruncate(int(fd), size) }
