@@ -27,11 +27,7 @@ func TestDiskFullFlushFails(t *testing.T) {
 	if E2EStore == "postgres" {
 		t.Skip("the Pebble engine's disk guard; PostgreSQL manages its own disk")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=600m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); disk-full test skipped", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, "600m")
 	p := startProc(t, partitaBin, nil, true, "--data", filepath.Join(mnt, "data"), "--min-free-mb", "10")
 	c := noRetryClient(t, p.endpoint(), "fullflush")
 	if _, err := c.CreateTable(ctx, nil); err != nil {

@@ -24,11 +24,7 @@ func TestDiskFull(t *testing.T) {
 	if E2EStore == "postgres" {
 		t.Skip("the Pebble engine's disk guard; PostgreSQL manages its own disk")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); disk-full test skipped", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, "96m")
 	// A filler file stands for whatever else shares the disk.
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, make([]byte, 40<<20), 0o644); err != nil {
@@ -90,3 +86,15 @@ func TestDiskFull(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// mountTmpfs mounts a tmpfs of size (mount's notation) for the test, or
+// skips the test where mounting is not allowed (not root), saying so.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); %s skipped", err, strings.TrimSpace(string(out)), t.Name())
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	return mnt
+}

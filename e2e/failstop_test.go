@@ -207,11 +207,7 @@ func TestFailStopDiskFull(t *testing.T) {
 	if E2EStore == "postgres" {
 		t.Skip("the Pebble engine's write-ahead log; PostgreSQL manages its own disk")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); disk-full fail-stop test skipped", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+	mnt := mountTmpfs(t, "48m")
 	data := filepath.Join(mnt, "data")
 
 	p := startProc(t, partitaBin, nil, true, "--data", data, "--min-free-mb", "0")
