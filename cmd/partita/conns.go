@@ -10,11 +10,12 @@ import (
 // storeFiles is how many of the process's open files are kept out of
 // --max-connections: Pebble keeps up to 1,000 sstable and blob files open
 // (its file cache, Options.MaxOpenFiles; fewer under a small limit, see
-// storeOpenFiles), and the write-ahead log, the manifest, directories, the
-// admin and pprof listeners and a PostgreSQL pool need some more. A server whose connections took every file could
-// not create the next sstable or log: Pebble retried its flush thousands
-// of times a second, writes stalled once the memtables were full, and a
-// log it could not create is a fatal storage error.
+// storeOpenFiles), and the write-ahead log, the manifest, directories,
+// the admin and pprof listeners and a PostgreSQL pool need some more. A
+// server whose connections took every file could not create the next
+// sstable or log: Pebble retried its flush thousands of times a second,
+// writes stalled once the memtables were full, and a log it could not
+// create is a fatal storage error.
 const storeFiles = 2048
 
 // adminConnections bounds the admin and pprof listeners' connections.
@@ -46,15 +47,16 @@ func fitConnections(want int, nofile uint64) (n int, fitted bool) {
 }
 
 // storeOpenFiles returns how many sstable and blob files Pebble may keep
-// open under the open-file limit nofile: its default (0, meaning 1,000)
-// when that fits beside the connections, else what is left of the store's
-// half of a small limit after 64 files for its log, manifest and
-// listeners (at least 16).
+// open under the open-file limit nofile: what the connections
+// (fitConnections) leave, less 64 files for the log, the manifest and the
+// listeners, when that is below Pebble's default of 1,000 (at least 16);
+// else 0, for the default.
 func storeOpenFiles(nofile uint64) int {
-	if nofile == 0 || nofile >= 2*storeFiles {
+	if nofile == 0 {
 		return 0
 	}
-	if n := int(nofile)/2 - 64; n < 1000 {
+	conns, _ := fitConnections(0, nofile)
+	if n := int(nofile) - conns - 64; n < 1000 {
 		return max(n, 16)
 	}
 	return 0
