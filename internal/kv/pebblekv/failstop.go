@@ -60,9 +60,11 @@ func (f *fataler) stop(err error) {
 }
 
 // hopeless reports whether retrying err (as Pebble does with failed
-// flushes and compactions) cannot succeed until someone intervenes.
+// flushes and compactions) cannot succeed until someone intervenes. An
+// I/O error is: a flush that keeps failing on it leaves the memtables
+// full and every later write stalled, a live process that cannot write.
 func hopeless(err error) bool {
-	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM, syscall.EROFS} {
+	for _, e := range []error{syscall.ENOSPC, syscall.EDQUOT, syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.EIO} {
 		if errors.Is(err, e) {
 			return true
 		}

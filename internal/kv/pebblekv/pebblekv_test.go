@@ -317,10 +317,16 @@ func TestWALDirLowSpace(t *testing.T) {
 // open: a fatal error leaves Pebble's goroutine blocked.
 func fatalStore(t *testing.T, fail func(op errorfs.Op) error) (*pebblekv.DB, *errorfs.Toggle, chan error) {
 	t.Helper()
+	return fatalStoreOn(t, vfs.NewMem(), fail)
+}
+
+// fatalStoreOn is fatalStore on mem.
+func fatalStoreOn(t *testing.T, mem *vfs.MemFS, fail func(op errorfs.Op) error) (*pebblekv.DB, *errorfs.Toggle, chan error) {
+	t.Helper()
 	toggle := &errorfs.Toggle{Injector: errorfs.InjectorFunc(fail)}
 	fatal := make(chan error, 1)
 	db, err := pebblekv.Open("db", &pebblekv.Options{
-		FS:           errorfs.Wrap(vfs.NewMem(), toggle),
+		FS:           errorfs.Wrap(mem, toggle),
 		MemTableSize: 1 << 20,
 		MinFreeBytes: -1,
 		Logger:       slog.New(slog.DiscardHandler),
@@ -387,6 +393,29 @@ func TestFatalPermissionLoss(t *testing.T) {
 	err := writeUntilFatal(t, db, fatal)
 	if !errors.Is(err, pebblekv.ErrFatal) || !errors.Is(err, syscall.EACCES) {
 		t.Fatalf("OnFatal got %v, want ErrFatal and EACCES", err)
+	}
+}
+
+// TestFatalTableWriteIOError: a flush whose sstable or blob file writes
+// fail with an I/O error would fail again at every retry, with the
+// memtables filling behind it; it is reported to Options.OnFatal. The
+// disk reports little free space, so table files are written straight
+// through and the error reaches Pebble as a failed write (gathered, it
+// would be fatal at the file's sync anyway).
+func TestFatalTableWriteIOError(t *testing.T) {
+	mem := vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 100 << 20, TotalBytes: 1 << 30})
+	db, toggle, fatal := fatalStoreOn(t, mem, func(op errorfs.Op) error {
+		if (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) &&
+			(strings.HasSuffix(op.Path, ".sst") || strings.HasSuffix(op.Path, ".blob")) {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.EIO}
+		}
+		return nil
+	})
+	toggle.On()
+	err := writeUntilFatal(t, db, fatal)
+	if !errors.Is(err, pebblekv.ErrFatal) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("OnFatal got %v, want ErrFatal and EIO", err)
 	}
 }
 
