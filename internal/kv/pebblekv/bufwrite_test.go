@@ -25,16 +25,14 @@ func TestBufferedFileMatchesDirectWrites(t *testing.T) {
 	for seed := range uint64(24) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		fs := vfs.NewMem()
-		raw, err := fs.Create("000001.sst", vfs.WriteCategoryUnspecified)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := createFile(t, fs, "000001.sst")
 		f, _ := testTables(fs, nil).open("000001.sst", raw)
 		if f.buf == nil {
 			t.Fatal("a file on a file system that does not say its free space is not buffered")
 		}
 		var want []byte
 		for op := range 40 {
+			var err error
 			switch k := rng.IntN(10); {
 			case k < 6:
 				n := []int{rng.IntN(64), rng.IntN(5000), writeBufferSize - 1 - rng.IntN(8), writeBufferSize + rng.IntN(3*writeBufferSize)}[rng.IntN(4)]
@@ -100,6 +98,16 @@ func fileBytes(t *testing.T, fs vfs.FS, name string) []byte {
 	return b
 }
 
+// createFile creates name on fs.
+func createFile(t *testing.T, fs vfs.FS, name string) vfs.File {
+	t.Helper()
+	f, err := fs.Create(name, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // testTables is the tableFiles of a store on fs whose fatal errors go to
 // onFatal.
 func testTables(fs vfs.FS, onFatal func(error)) *tableFiles {
@@ -130,10 +138,7 @@ func (f *failingFile) Write(p []byte) (int, error) {
 // abandons) gets it again without a fatal error.
 func TestBufferedFileWriteErrorsReachTheWrite(t *testing.T) {
 	fs := vfs.NewMem()
-	raw, err := fs.Create("000002.blob", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := createFile(t, fs, "000002.blob")
 	fatal := make(chan error, 1)
 	f, _ := testTables(fs, func(err error) { fatal <- err }).open("000002.blob", &failingFile{File: raw})
 	var werr error
@@ -146,16 +151,20 @@ func TestBufferedFileWriteErrorsReachTheWrite(t *testing.T) {
 	if _, err := f.Write(make([]byte, 10)); !errors.Is(err, errDiskBroken) {
 		t.Fatalf("Write after a failed write = %v, want the error", err)
 	}
-	if err := f.Sync(); !errors.Is(err, errDiskBroken) {
-		t.Fatalf("Sync of the abandoned file = %v, want the write's error", err)
-	}
-	if err := f.Close(); !errors.Is(err, errDiskBroken) {
-		t.Fatalf("Close = %v, want the write's error", err)
-	}
+	synced := make(chan error, 1)
+	go func() { synced <- f.Sync() }() // a fatal error would keep it for good
 	select {
 	case err := <-fatal:
 		t.Fatalf("a failure Pebble was told of became fatal: %v", err)
-	default:
+	case err := <-synced:
+		if !errors.Is(err, errDiskBroken) {
+			t.Fatalf("Sync of the abandoned file = %v, want the write's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sync of the abandoned file did not return")
+	}
+	if err := f.Close(); !errors.Is(err, errDiskBroken) {
+		t.Fatalf("Close = %v, want the write's error", err)
 	}
 }
 
@@ -165,10 +174,7 @@ func TestBufferedFileWriteErrorsReachTheWrite(t *testing.T) {
 // file's name instead; the sync does not return.
 func TestBufferedFileSyncFailureIsFatal(t *testing.T) {
 	fs := vfs.NewMem()
-	raw, err := fs.Create("000003.sst", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := createFile(t, fs, "000003.sst")
 	fatal := make(chan error, 1)
 	f, _ := testTables(fs, func(err error) { fatal <- err }).open("000003.sst", &failingFile{File: raw})
 	if _, err := f.Write(make([]byte, 100)); err != nil {
@@ -194,10 +200,7 @@ func TestBufferedFileSyncFailureIsFatal(t *testing.T) {
 func TestTableFilesStraightThroughWhenLow(t *testing.T) {
 	fs := vfs.NewMem()
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: bufferMinFree - 1, TotalBytes: 2 * bufferMinFree})
-	raw, err := fs.Create("000004.sst", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := createFile(t, fs, "000004.sst")
 	f, _ := testTables(fs, nil).open("000004.sst", raw)
 	if f.buf != nil {
 		t.Fatal("a table file is buffered with less than bufferMinFree free")
@@ -210,7 +213,7 @@ func TestTableFilesStraightThroughWhenLow(t *testing.T) {
 	}
 	f.Close()
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: bufferMinFree, TotalBytes: 2 * bufferMinFree})
-	raw, _ = fs.Create("000005.sst", vfs.WriteCategoryUnspecified)
+	raw = createFile(t, fs, "000005.sst")
 	if f, _ := testTables(fs, nil).open("000005.sst", raw); f.buf == nil {
 		t.Fatal("a table file is not buffered with bufferMinFree free")
 	}
@@ -342,10 +345,7 @@ func (f *reservingFile) Write(p []byte) (int, error) {
 func TestStraightThroughRunsOutBeforeFinish(t *testing.T) {
 	fs := vfs.NewMem()
 	fs.TestingSetDiskUsage(vfs.DiskUsage{AvailBytes: 1 << 20, TotalBytes: 1 << 30})
-	raw, err := fs.Create("000006.sst", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := createFile(t, fs, "000006.sst")
 	rf := &reservingFile{File: raw, limit: 300 << 10}
 	f, err := testTables(fs, nil).open("000006.sst", rf)
 	if err != nil || f.buf != nil {
