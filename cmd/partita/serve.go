@@ -374,6 +374,7 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Protocols:         http1Only(),
 	}
 	scheme := "http"
 	if c.Cert != "" {
@@ -435,4 +436,16 @@ func openPebble(ctx context.Context, dir string, o *pebblekv.Options) (*pebblekv
 	case <-ctx.Done():
 		return nil, fmt.Errorf("interrupted while opening the store in %s", dir)
 	}
+}
+
+// http1Only is the protocols partita serves: HTTP/1.1 (and 1.0), over TLS
+// too. Azure Storage's REST API does not support HTTP/2 (the service's
+// "HTTP version support" page), so no SDK needs it, and Go's HTTP/2 server
+// lets each connection park up to 1 MiB of request body in its flow-control
+// window, across up to 250 streams, before a handler has authenticated
+// anything or taken a slot: memory that --max-body-mb does not see.
+func http1Only() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	return &p
 }
