@@ -399,3 +399,110 @@ func TestSignalDuringOpen(t *testing.T) {
 		t.Errorf("the log does not say why:\n%s", p.stderr())
 	}
 }
+
+// mountExt4 makes an ext4 file system of size bytes in a file and mounts
+// it through a loop device for the test (root only), so that it can be
+// frozen.
+func mountExt4(t *testing.T, size int64) string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "disk.img")
+	f, err := os.Create(img)
+	if err == nil {
+		err = f.Truncate(size)
+		f.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Skipf("NOTICE: cannot make an ext4 file system here (%v: %s); %s skipped", err, strings.TrimSpace(string(out)), t.Name())
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Skipf("NOTICE: cannot mount a loop device here (%v: %s); %s skipped", err, strings.TrimSpace(string(out)), t.Name())
+	}
+	t.Cleanup(func() {
+		exec.Command("fsfreeze", "-u", mnt).Run()
+		exec.Command("umount", mnt).Run()
+	})
+	return mnt
+}
+
+// TestFailStopDiskStall: the file system under the store is frozen
+// (fsfreeze, as a snapshot tool would, but for good), so the disk stops
+// answering: the write-ahead log's next write or sync never returns. It
+// used to leave every write waiting for ever, each holding its slot and
+// its client, in a process a supervisor saw alive. With
+// --max-sync-duration 2s partita logs its fatal line within seconds,
+// closes its listener and the waiting clients' connections at once (new
+// connections are refused, the waiting insert fails instead of hanging),
+// and exits with status 1 as soon as the kernel lets its last thread go
+// (when the file system thaws). A restart finds every acknowledged
+// insert.
+func TestFailStopDiskStall(t *testing.T) {
+	if E2EStore == "postgres" {
+		t.Skip("the Pebble engine's disk; PostgreSQL manages its own")
+	}
+	mnt := mountExt4(t, 256<<20)
+	data := filepath.Join(mnt, "data")
+	p := startProc(t, partitaBin, nil, true, "--data", data, "--max-sync-duration", "2s")
+	// Runs before startProc's kill, which would wait on a frozen process.
+	t.Cleanup(func() { exec.Command("fsfreeze", "-u", mnt).Run() })
+	c := noRetryClient(t, p.endpoint(), "stall")
+	if _, err := c.CreateTable(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string][]string{}
+	for i := range 50 {
+		rk := fmt.Sprintf("%03d", i)
+		if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), nil); err != nil {
+			t.Fatal(err)
+		}
+		acked["p"] = append(acked["p"], rk)
+	}
+
+	if out, err := exec.Command("fsfreeze", "-f", mnt).CombinedOutput(); err != nil {
+		t.Skipf("NOTICE: cannot freeze the file system (%v: %s); %s skipped", err, strings.TrimSpace(string(out)), t.Name())
+	}
+	frozen := time.Now()
+	insert := make(chan error, 1)
+	go func() {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		_, err := c.AddEntity(wctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "frozen"}), nil)
+		insert <- err
+	}()
+	select {
+	case err := <-insert:
+		switch {
+		case err == nil:
+			t.Errorf("an insert on the frozen disk was acknowledged")
+		case errors.Is(err, context.DeadlineExceeded):
+			t.Errorf("the insert on the frozen disk hung for 30 s")
+		default:
+			t.Logf("the insert on the frozen disk failed after %s: %v", time.Since(frozen).Round(100*time.Millisecond), err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the insert on the frozen disk still waits after 15 s:\n%s", p.stderr())
+	}
+	if !strings.Contains(p.stderr(), fatalLine) || !strings.Contains(p.stderr(), "the disk stopped answering") {
+		t.Errorf("no fatal line naming the stalled disk:\n%s", p.stderr())
+	}
+	addr := strings.TrimPrefix(p.URL, "http://")
+	if conn, err := net.DialTimeout("tcp", addr, 2*time.Second); err == nil {
+		conn.Close()
+		t.Errorf("the listener of a store that stopped still accepts connections")
+	}
+
+	if out, err := exec.Command("fsfreeze", "-u", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("thaw: %v: %s", err, out)
+	}
+	wantFailStop(t, p, 15*time.Second)
+
+	s := StartServer(t, data)
+	c = noRetryClient(t, s.Endpoint(), "stall")
+	wantAcked(t, c, acked)
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "after", "RowKey": "r"}), nil); err != nil {
+		t.Errorf("insert after the restart: %v", err)
+	}
+}

@@ -459,3 +459,40 @@ func TestTLSProxy(t *testing.T) {
 		t.Errorf("tunnels=%d refused=%d, want 2 and 2", p.Tunnels(), p.Refused())
 	}
 }
+
+// TestTLSServesHTTP1Only: like Azure Storage, partita speaks HTTP/1.1 over
+// TLS and never agrees to HTTP/2, whose per-connection flow-control window
+// would let a client park request bodies the server's memory budget does
+// not count. A client offering h2 first gets http/1.1 from ALPN, and Go's
+// HTTP client, which prefers HTTP/2 when offered, talks HTTP/1.1.
+func TestTLSServesHTTP1Only(t *testing.T) {
+	s, f := StartTLSServer(t)
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := tls.Dial("tcp", u.Host, &tls.Config{RootCAs: f.CertPool(), NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatalf("TLS handshake offering h2: %v", err)
+	}
+	got := conn.ConnectionState().NegotiatedProtocol
+	conn.Close()
+	if got != "http/1.1" {
+		t.Errorf("ALPN offering h2 and http/1.1 negotiated %q, want http/1.1", got)
+	}
+
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:   &tls.Config{RootCAs: f.CertPool()},
+		ForceAttemptHTTP2: true,
+	}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(s.Endpoint() + "/Tables")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.ProtoMajor != 1 || resp.Header.Get("x-ms-request-id") == "" {
+		t.Errorf("GET over TLS with a client preferring HTTP/2: %s, %s, x-ms-request-id %q; want HTTP/1.1 from partita", resp.Proto, resp.Status, resp.Header.Get("x-ms-request-id"))
+	}
+}

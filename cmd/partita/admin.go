@@ -44,7 +44,7 @@ func storeDirs(c Config) []string {
 // startAdmin serves the admin handler, and the metrics and the advisor of
 // obs, on c.AdminAddr (nothing when it is empty) and prints "admin listening on URL". The returned function stops
 // it.
-func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, log *slog.Logger, stdout io.Writer) (func(), error) {
+func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, log *slog.Logger, stdout io.Writer, fx *fatalExit) (func(), error) {
 	if c.AdminAddr == "" {
 		return func() {}, nil
 	}
@@ -65,6 +65,7 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	fx.onFatal(func() { srv.Close() })
 	go srv.Serve(limitConnections(ln, adminConnections))
 	fmt.Fprintf(stdout, "partita: admin listening on http://%s\n", ln.Addr())
 	return func() {

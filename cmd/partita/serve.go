@@ -84,6 +84,9 @@ type Config struct {
 	// GOMEMLIMIT give their defaults); negative leaves Go's own setting.
 	GCPercent    int64
 	GoMemLimitMB int64
+	// MaxSyncDuration is how long the disk may leave one operation of the
+	// embedded store unanswered before partita stops (0: never).
+	MaxSyncDuration time.Duration
 	// ShutdownTimeout bounds how long in-flight requests may take to
 	// finish after SIGINT or SIGTERM; the process exits at most
 	// shutdownGrace later whatever is left.
@@ -177,6 +180,7 @@ func serveFlags(c *Config) []flagDef {
 		{"row-cache-mb", "", &c.RowCacheMB, int64(32), "keep recently read entities (MiB, 0 disables), so point reads of hot entities skip the engine; not with a shared --store, whose other front ends' writes it would not see"},
 		{"wal-dir", "PARTITA_WAL_DIR", &c.WALDir, envOr("PARTITA_WAL_DIR", ""), "with --store pebble: keep the write-ahead log in this directory, e.g. on a faster device of its own (every durable write waits for its sync); default beside the data. The store remembers the path and will not open with another one"},
 		{"min-free-mb", "", &c.MinFreeMB, int64(128), "with --store pebble: below this much free disk space (MiB) writes get 503 ServerBusy until space returns; 0 disables"},
+		{"max-sync-duration", "", &c.MaxSyncDuration, 20 * time.Second, "with --store pebble: when the disk leaves one write, sync or file operation of the store unanswered this long (a frozen file system, a lost volume), partita closes its listeners and connections and exits with status 1 instead of leaving every write waiting; operations slower than a quarter of it (at most 5s) are logged; 0 never gives up"},
 		{"shutdown-timeout", "", &c.ShutdownTimeout, 10 * time.Second, "after SIGINT or SIGTERM, in-flight requests get this long to finish; the process exits at most 4s later in any case"},
 		{"pprof", "PARTITA_PPROF", &c.PprofAddr, envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default"},
 		{"gc-percent", "GOGC", &c.GCPercent, envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting"},
@@ -268,7 +272,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, shared, err := openEngine(ctx, c, log)
+	fx := &fatalExit{log: log}
+	db, shared, err := openEngine(ctx, c, log, fx)
 	if err != nil {
 		return err
 	}
@@ -278,23 +283,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	if err := startPprof(c.PprofAddr, log); err != nil {
+	if err := startPprof(c.PprofAddr, log, fx); err != nil {
 		return err
 	}
 	obs := newObservability(c, keys, db, store)
-	stopAdmin, err := startAdmin(c, db, store, obs, log, stdout)
+	stopAdmin, err := startAdmin(c, db, store, obs, log, stdout, fx)
 	if err != nil {
 		return err
 	}
 	defer stopAdmin()
 	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler(), Metrics: obs.metrics, Advisor: obs.advisor,
 		MaxTimeout: c.MaxRequestTimeout, DeadlineByDefault: shared})
-	return listenAndServe(ctx, c, handler, keys, log, stdout)
+	return listenAndServe(ctx, c, handler, keys, log, stdout, fx)
 }
 
 // openEngine opens the storage engine --store names; shared is true for
 // PostgreSQL, which other front ends may write to as well.
-func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shared bool, err error) {
+func openEngine(ctx context.Context, c Config, log *slog.Logger, fx *fatalExit) (db kv.DB, shared bool, err error) {
 	if c.WALDir != "" && c.Store != "pebble" {
 		return nil, false, fmt.Errorf("--wal-dir %q: only the embedded engine (--store pebble) has a write-ahead log of partita's", c.WALDir)
 	}
@@ -317,7 +322,7 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shar
 			}
 		}
 		log.Debug("C allocator", "arenas_capped", mallocArenasCapped())
-		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir, MaxOpenFiles: storeOpenFiles(openFileLimit())})
+		db, err := openPebble(ctx, c.Data, &pebblekv.Options{MinFreeBytes: minFree, CacheSize: c.CacheMB << 20, Logger: log, WALDir: walDir, MaxOpenFiles: storeOpenFiles(openFileLimit()), MaxSyncDuration: c.MaxSyncDuration, OnFatal: fx.exit})
 		if err != nil {
 			return nil, false, err
 		}
@@ -336,7 +341,7 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger) (db kv.DB, shar
 }
 
 // startPprof serves net/http/pprof on addr, when it is set.
-func startPprof(addr string, log *slog.Logger) error {
+func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 	if addr == "" {
 		return nil
 	}
@@ -349,6 +354,7 @@ func startPprof(addr string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("--pprof: %w", err)
 	}
+	fx.onFatal(func() { pl.Close() })
 	go http.Serve(limitConnections(pl, adminConnections), mux)
 	log.Info("pprof listening", "addr", pl.Addr().String())
 	return nil
@@ -356,7 +362,7 @@ func startPprof(addr string, log *slog.Logger) error {
 
 // listenAndServe serves handler on --addr until ctx ends (SIGINT or
 // SIGTERM), then shuts down within --shutdown-timeout plus shutdownGrace.
-func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys auth.Keyring, log *slog.Logger, stdout io.Writer) error {
+func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys auth.Keyring, log *slog.Logger, stdout io.Writer, fx *fatalExit) error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
@@ -374,7 +380,9 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Protocols:         http1Only(),
 	}
+	fx.onFatal(func() { srv.Close() })
 	scheme := "http"
 	if c.Cert != "" {
 		scheme = "https"
@@ -435,4 +443,16 @@ func openPebble(ctx context.Context, dir string, o *pebblekv.Options) (*pebblekv
 	case <-ctx.Done():
 		return nil, fmt.Errorf("interrupted while opening the store in %s", dir)
 	}
+}
+
+// http1Only is the protocols partita serves: HTTP/1.1 (and 1.0), over TLS
+// too. Azure Storage's REST API does not support HTTP/2 (the service's
+// "HTTP version support" page), so no SDK needs it, and Go's HTTP/2 server
+// lets each connection park up to 1 MiB of request body in its flow-control
+// window, across up to 250 streams, before a handler has authenticated
+// anything or taken a slot: memory that --max-body-mb does not see.
+func http1Only() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	return &p
 }

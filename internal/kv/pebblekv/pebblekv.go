@@ -54,10 +54,18 @@ type Options struct {
 	// changes. The store's lock is still taken, so a store in use by a
 	// running server is refused with ErrInUse.
 	ReadOnly bool
+	// MaxSyncDuration is how long one write, sync or file operation of
+	// the store may go unanswered by the disk before the store gives up
+	// with a fatal error (ErrDiskStalled); 0 never gives up. A stalled
+	// disk otherwise leaves every write waiting for ever, each holding a
+	// request slot, in a process that looks alive. Operations that take a
+	// quarter of it (at most 5 s) are logged as slow.
+	MaxSyncDuration time.Duration
 	// OnFatal is called once when the store cannot go on: a write to the
 	// write-ahead log or the MANIFEST failed (Pebble's commit pipeline is
 	// then broken), the data directory lost its permissions, or, with the
-	// free-space guard off, the disk is full. Nothing acknowledged is lost:
+	// free-space guard off, the disk is full, or an operation on the disk
+	// stalled beyond MaxSyncDuration. Nothing acknowledged is lost:
 	// a restart recovers it from the WAL. It must not return; the default
 	// logs one line at error level and exits the process with status 1.
 	// If it does return (tests), the goroutine that hit the error blocks
@@ -67,6 +75,10 @@ type Options struct {
 
 // ErrFatal wraps the error given to Options.OnFatal.
 var ErrFatal = errors.New("pebblekv: fatal storage error")
+
+// ErrDiskStalled is wrapped by the error given to Options.OnFatal when
+// the disk has not answered one operation within Options.MaxSyncDuration.
+var ErrDiskStalled = errors.New("the disk stopped answering")
 
 // ErrInUse is wrapped by Open when another process holds the store's lock.
 var ErrInUse = errors.New("in use by another partita process")
@@ -134,7 +146,8 @@ type DB struct {
 	stop     chan struct{}
 	watching sync.WaitGroup
 
-	fatal *fataler
+	fatal   *fataler
+	watcher io.Closer // the disk-stall monitor of Options.MaxSyncDuration
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -175,6 +188,13 @@ func Open(dir string, o *Options) (*DB, error) {
 	// cache is CacheSize on top of two memtables: the blocks it keeps are
 	// what --cache-mb says (TestBlockCacheHoldsBlocks).
 	cache := pebble.NewCache(cacheSize + 2*int64(memTableSize))
+	pfs, watcher := watchDisk(walFS{FS: fs, fatal: fatal, tables: &tableFiles{fs: fs, fatal: fatal}}, o, fatal)
+	opened := false
+	defer func() {
+		if !opened {
+			watcher.Close()
+		}
+	}()
 	po := &pebble.Options{
 		Cache:                       cache,
 		MemTableSize:                memTableSize,
@@ -182,7 +202,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		MemTableStopWritesThreshold: 4,
 		L0CompactionThreshold:       4,
 		L0StopWritesThreshold:       24,
-		FS:                          walFS{FS: fs, fatal: fatal, tables: &tableFiles{fs: fs, fatal: fatal}},
+		FS:                          pfs,
 		Logger:                      pebbleLogger{log: orDefault(o.Logger), fatal: fatal},
 		WALDir:                      o.WALDir,
 		EventListener:               &pebble.EventListener{BackgroundError: fatal.background},
@@ -228,7 +248,8 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o.NoSync {
 		wo = pebble.NoSync
 	}
-	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal}
+	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher}
+	opened = true
 	if o.WALDir != "" {
 		d.dirs = append(d.dirs, o.WALDir)
 	}
@@ -350,7 +371,9 @@ func (d *DB) Close() error {
 	d.fatal.closing.Store(true)
 	close(d.stop)
 	d.watching.Wait()
-	if err := d.db.Close(); err != nil {
+	err := d.db.Close()
+	d.watcher.Close()
+	if err != nil {
 		return fmt.Errorf("pebblekv: close: %w", err)
 	}
 	return nil

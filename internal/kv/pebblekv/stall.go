@@ -1,0 +1,63 @@
+package pebblekv
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// watchDisk wraps fs in Pebble's disk-health checks when o sets
+// MaxSyncDuration: every write, sync and file operation the store makes
+// is timed while it runs, and one the disk leaves unanswered for
+// MaxSyncDuration is fatal. CockroachDB, Pebble's production user, runs
+// the same checks and stops a node whose disk stalls for 20 s
+// (storage.max_sync_duration). Without them a disk that stops answering
+// (a frozen file system, a lost network volume) leaves the commit
+// pipeline waiting for ever and every write request with it, each
+// holding a slot, in a process a supervisor sees alive.
+func watchDisk(fs vfs.FS, o *Options, f *fataler) (vfs.FS, io.Closer) {
+	if o.MaxSyncDuration <= 0 || o.ReadOnly {
+		return fs, nopCloser{}
+	}
+	w := &stallWatch{fatal: f, limit: o.MaxSyncDuration}
+	slow := min(5*time.Second, o.MaxSyncDuration/4)
+	return vfs.WithDiskHealthChecks(fs, slow, nil, w.slow)
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// stallWatch hears of every store operation that has run longer than the
+// slow threshold, again every two seconds while it goes on (Pebble's
+// ticker).
+type stallWatch struct {
+	fatal *fataler
+	limit time.Duration
+
+	mu     sync.Mutex
+	logged time.Time
+}
+
+func (w *stallWatch) slow(info vfs.DiskSlowInfo) {
+	if w.fatal.closing.Load() {
+		// Close is the shutdown's to bound (serve exits if it hangs).
+		return
+	}
+	if info.Duration >= w.limit {
+		w.fatal.stop(fmt.Errorf("%w: %s of %s unanswered after %s (the limit is %s)", ErrDiskStalled, info.OpType, info.Path, info.Duration.Round(100*time.Millisecond), w.limit))
+	}
+	w.mu.Lock()
+	now := time.Now()
+	quiet := now.Sub(w.logged) >= repeatEvery
+	if quiet {
+		w.logged = now
+	}
+	w.mu.Unlock()
+	if quiet {
+		w.fatal.log.Warn("disk slow: a store operation is taking long", "op", info.OpType.String(), "path", info.Path, "elapsed", info.Duration.Round(100*time.Millisecond).String(), "fatal_after", w.limit.String())
+	}
+}

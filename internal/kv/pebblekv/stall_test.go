@@ -1,0 +1,101 @@
+package pebblekv_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/pebblekv"
+)
+
+// stallingStore opens a store whose write-ahead log syncs, once armed,
+// take as long as hold says (a stalled disk: until the test ends).
+func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration) (*pebblekv.DB, *atomic.Bool, chan error) {
+	t.Helper()
+	armed := new(atomic.Bool)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	inject := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData) && strings.HasSuffix(op.Path, ".log") {
+			select {
+			case <-time.After(hold()):
+			case <-release:
+			}
+		}
+		return nil
+	})
+	fatal := make(chan error, 1)
+	db, err := pebblekv.Open("db", &pebblekv.Options{
+		FS:              errorfs.Wrap(vfs.NewMem(), inject),
+		MinFreeBytes:    -1,
+		MaxSyncDuration: limit,
+		Logger:          slog.New(slog.DiscardHandler),
+		OnFatal:         func(err error) { fatal <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, armed, fatal
+}
+
+// TestFatalDiskStall: a sync of the write-ahead log that the disk never
+// answers is a fatal error (ErrDiskStalled) once MaxSyncDuration has
+// passed, instead of a commit, and every write behind it, waiting for
+// ever.
+func TestFatalDiskStall(t *testing.T) {
+	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return time.Hour })
+	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("before"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	start := time.Now()
+	err := writeUntilFatal(t, db, fatal)
+	if !errors.Is(err, pebblekv.ErrFatal) || !errors.Is(err, pebblekv.ErrDiskStalled) {
+		t.Fatalf("OnFatal got %v, want ErrFatal and ErrDiskStalled", err)
+	}
+	// The limit, plus up to one tick (2 s) of Pebble's disk-health checks.
+	if took := time.Since(start); took < time.Second || took > 5*time.Second {
+		t.Errorf("fatal after %s, want between the 1 s limit and 5 s", took)
+	}
+	if !strings.Contains(err.Error(), ".log") {
+		t.Errorf("fatal error %q does not name the stalled file", err)
+	}
+}
+
+// TestSlowDiskIsNotFatal: syncs that take a while but return are not a
+// stall: with each WAL sync taking 300 ms and the limit at 1 s, writes go
+// on for 4 s without a fatal error.
+func TestSlowDiskIsNotFatal(t *testing.T) {
+	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return 300 * time.Millisecond })
+	armed.Store(true)
+	value := bytes.Repeat([]byte("v"), 1024)
+	deadline := time.Now().Add(4 * time.Second)
+	n := 0
+	for ; time.Now().Before(deadline); n++ {
+		key := []byte(fmt.Sprintf("k%07d", n))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("a slow but answering disk was fatal: %v", err)
+	default:
+	}
+	if n > 14 {
+		t.Errorf("%d writes in 4 s with 300 ms syncs: the syncs were not slowed, the test proves nothing", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
