@@ -137,6 +137,10 @@ func (f *fataler) walError(err error) {
 	f.stop(fmt.Errorf("write-ahead log: %w", err))
 }
 
+// errAbandoned marks an error of openPebble that left pebble.Open
+// running; its message is empty.
+var errAbandoned = errors.New("")
+
 // openPebble is pebble.Open, except that it returns an error when the
 // store cannot be recovered: Pebble flushes the replayed WAL within Open
 // and retries a failed flush forever, so on a full disk (or a data
@@ -173,8 +177,13 @@ func openPebble(dir string, po *pebble.Options, f *fataler) (*pebble.DB, error) 
 			return r.db, r.err
 		default:
 		}
-		// Pebble's Open goes on retrying in its goroutine; the caller is
-		// expected to exit.
+		// Pebble's Open goes on (retrying, or waiting on the disk) in
+		// its goroutine, with po's cache: the caller is expected to exit
+		// and must not release what it uses (errAbandoned).
+		err = fmt.Errorf("%w%w", err, errAbandoned)
+		if errors.Is(err, ErrDiskStalled) {
+			return nil, fmt.Errorf("%w: %w", ErrCannotRecover, err)
+		}
 		return nil, fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space and write permission in the data directory)", ErrCannotRecover, err)
 	}
 }

@@ -231,7 +231,12 @@ func Open(dir string, o *Options) (*DB, error) {
 	}
 	fatal.guardOff = o.MinFreeBytes < 0
 	db, err := openPebble(dir, po, fatal)
-	cache.Unref() // the DB holds its own reference
+	if !errors.Is(err, errAbandoned) {
+		// The DB holds its own reference. An Open left running may
+		// still take one: the cache then stays, for a process that is
+		// about to exit anyway.
+		cache.Unref()
+	}
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("pebblekv: data directory %s is %w (%v)", dir, ErrInUse, err)
 	}

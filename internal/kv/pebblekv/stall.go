@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -38,8 +39,9 @@ type stallWatch struct {
 	fatal *fataler
 	limit time.Duration
 
-	mu     sync.Mutex
-	logged time.Time
+	stopped atomic.Bool
+	mu      sync.Mutex
+	logged  time.Time
 }
 
 func (w *stallWatch) slow(info vfs.DiskSlowInfo) {
@@ -48,7 +50,13 @@ func (w *stallWatch) slow(info vfs.DiskSlowInfo) {
 		return
 	}
 	if info.Duration >= w.limit {
-		w.fatal.stop(fmt.Errorf("%w: %s of %s unanswered after %s (the limit is %s)", ErrDiskStalled, info.OpType, info.Path, info.Duration.Round(100*time.Millisecond), w.limit))
+		// stop never returns, and Pebble's ticker, which calls this,
+		// must go on: closing the file system (a failed Open does)
+		// waits for it.
+		if w.stopped.CompareAndSwap(false, true) {
+			go w.fatal.stop(fmt.Errorf("%w: %s of %s unanswered after %s (the limit is %s)", ErrDiskStalled, info.OpType, info.Path, info.Duration.Round(100*time.Millisecond), w.limit))
+		}
+		return
 	}
 	w.mu.Lock()
 	now := time.Now()

@@ -99,3 +99,51 @@ func TestSlowDiskIsNotFatal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenOnStalledDisk: a store whose disk stops answering while it
+// opens fails to open with ErrDiskStalled after MaxSyncDuration, instead
+// of an Open that never returns.
+func TestOpenOnStalledDisk(t *testing.T) {
+	mem := vfs.NewMem()
+	db, err := pebblekv.Open("db", &pebblekv.Options{FS: mem, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() {
+		// The disk answers again: the Open that was given up on runs
+		// on, and must find what it uses (the block cache) intact.
+		close(release)
+		time.Sleep(500 * time.Millisecond)
+	})
+	stall := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData {
+			<-release
+		}
+		return nil
+	})
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := pebblekv.Open("db", &pebblekv.Options{FS: errorfs.Wrap(mem, stall), MinFreeBytes: -1, MaxSyncDuration: time.Second, Logger: slog.New(slog.DiscardHandler)})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, pebblekv.ErrCannotRecover) || !errors.Is(err, pebblekv.ErrDiskStalled) {
+			t.Fatalf("Open on a stalled disk: %v, want ErrCannotRecover and ErrDiskStalled", err)
+		}
+		if strings.Contains(err.Error(), "free space") {
+			t.Errorf("a stalled disk blamed on space: %v", err)
+		}
+		t.Logf("Open failed after %s: %v", time.Since(start).Round(100*time.Millisecond), err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Open on a stalled disk still waits after 30 s")
+	}
+}
