@@ -3,6 +3,7 @@ package tablestore
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -19,7 +20,7 @@ func TestRowCacheBounded(t *testing.T) {
 		t.Fatalf("%d bytes cached, budget %d", used, budget)
 	}
 	// Each shard is full to within one entry.
-	entry := int64(len("key-000000")+len(val)) + rowOverhead
+	entry := entrySize(len("key-000000"), len(val))
 	if min := int64(budget) - rowCacheShards*entry; used < min {
 		t.Errorf("%d bytes cached (%d rows), want at least %d", used, n, min)
 	}
@@ -62,7 +63,7 @@ func TestRowCacheClock(t *testing.T) {
 			keys = append(keys, k)
 		}
 	}
-	val := make([]byte, c.perShard/8-rowOverhead-8)
+	val := make([]byte, c.perShard/8-rowOverhead-32)
 	for _, k := range keys[:8] {
 		c.add(k, val, c.ticket(k))
 	}
@@ -122,5 +123,36 @@ func TestRowCacheTicket(t *testing.T) {
 	}
 	if _, used := c.len(); used != 0 {
 		t.Errorf("%d bytes accounted with nothing cached", used)
+	}
+}
+
+// TestRowCacheMemoryWithinBudget: what the cache holds in Go's heap stays
+// within its budget whatever the entities' sizes, small ones included,
+// where the per-entry overhead is most of it (with a flat 96 bytes an
+// 8 MiB cache of 8-byte values took 10.8 MiB).
+func TestRowCacheMemoryWithinBudget(t *testing.T) {
+	const budget = 8 << 20
+	for _, size := range []int{8, 100, 1000} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		c := newRowCache(budget)
+		val := make([]byte, size)
+		for i := 0; i < 400_000; i++ {
+			k := []byte(fmt.Sprintf("t\x00pk%06d\x00rk%06d", i%1000, i))
+			c.add(k, val, c.ticket(k))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		n, used := c.len()
+		heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		t.Logf("%d-byte values: %d rows, %.1f MiB counted, %.1f MiB of heap", size, n, float64(used)/(1<<20), float64(heap)/(1<<20))
+		if heap > budget {
+			t.Errorf("%d-byte values: the cache holds %.1f MiB of heap, budget %d MiB", size, float64(heap)/(1<<20), budget>>20)
+		}
+		if used < budget*3/4 {
+			t.Errorf("%d-byte values: %.1f MiB counted, the cache is not filled (the test proves nothing)", size, float64(used)/(1<<20))
+		}
+		runtime.KeepAlive(c)
 	}
 }
