@@ -119,6 +119,11 @@ func (s *Store) scan(r kv.Reader, o kv.IterOptions, pg *page) (bool, error) {
 			val = lent
 		}
 		if err := decodeEntityInto(val, e, borrow); err != nil {
+			if ierr := it.Error(); ierr != nil {
+				// The value could not be read (a checksum mismatch, an
+				// I/O error): that, not "malformed", is what went wrong.
+				return false, ierr
+			}
 			return false, err
 		}
 		if filter != nil && v.bad && !odata.Eval(filter, e.Get) {

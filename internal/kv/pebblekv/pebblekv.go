@@ -409,6 +409,18 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: get: %w", err)
 	}
+	// Pebble v2.1's Get reads a separated value with Iterator.Value,
+	// which drops the error of a blob read that fails (a checksum
+	// mismatch, EIO) and gives nil, as if the value were empty: callers
+	// took an unreadable entity for a malformed one, and a merge into it
+	// for a merge into nothing. The error stays on the iterator Get
+	// returns as its closer.
+	if it, ok := closer.(*pebble.Iterator); ok && v == nil {
+		if err := it.Error(); err != nil {
+			closer.Close()
+			return nil, fmt.Errorf("pebblekv: get: %w", err)
+		}
+	}
 	r.closers = append(r.closers, closer)
 	return v, nil
 }
@@ -431,7 +443,7 @@ func newIter(g getter, o kv.IterOptions) (kv.Iterator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: new iterator: %w", err)
 	}
-	return iter{it}, nil
+	return &iter{Iterator: it}, nil
 }
 
 // txn reads through its indexed batch, so it sees its own writes.
@@ -443,18 +455,55 @@ type txn struct {
 func (t *txn) Set(key, value []byte) error { return t.b.Set(key, value, nil) }
 func (t *txn) Delete(key []byte) error     { return t.b.Delete(key, nil) }
 
-type iter struct{ *pebble.Iterator }
+// iter is a Pebble iterator whose errors stay, as kv.Iterator promises.
+// Pebble's do not: a seek clears the error a value read left, so a caller
+// that seeks on (readMany's SeekGE per key) would see nil for the
+// unreadable value, as if the key were absent, and no error at the end.
+type iter struct {
+	*pebble.Iterator
+	err error // the first value that could not be read
+}
 
 // Value returns nil when a separated value cannot be read from its blob
-// file; Pebble then records the error (returned by Error) and exhausts the
-// iterator, so callers' loops end and report it
-// (TestIteratorReportsValueReadErrors).
-func (it iter) Value() []byte {
+// file; the error is kept (Error), and the iterator stays exhausted:
+// positioning calls return false (TestIteratorReportsValueReadErrors,
+// TestIteratorValueErrorIsSticky).
+func (it *iter) Value() []byte {
 	v, err := it.Iterator.ValueAndErr()
 	if err != nil {
+		if it.err == nil {
+			it.err = err
+		}
 		return nil
 	}
 	return v
+}
+
+func (it *iter) Error() error {
+	if it.err != nil {
+		return it.err
+	}
+	return it.Iterator.Error()
+}
+
+func (it *iter) First() bool {
+	return it.err == nil && it.Iterator.First()
+}
+
+func (it *iter) Last() bool {
+	return it.err == nil && it.Iterator.Last()
+}
+
+func (it *iter) SeekGE(key []byte) bool {
+	return it.err == nil && it.Iterator.SeekGE(key)
+}
+
+func (it *iter) Next() bool {
+	return it.err == nil && it.Iterator.Next()
+}
+
+func (it *iter) Valid() bool {
+	return it.err == nil && it.Iterator.Valid()
 }
 
 func orDefault(l *slog.Logger) *slog.Logger {

@@ -515,3 +515,113 @@ func TestBackgroundErrorsNotFlooded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIteratorValueErrorIsSticky: a value that cannot be read leaves its
+// error with the iterator through later seeks. Pebble's own iterator
+// clears it at the next seek, so a caller seeking key by key (a batch's
+// reads of current values) saw nil for the unreadable value, as if the
+// entity were absent, and no error at the end once a later value read.
+func TestIteratorValueErrorIsSticky(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	db, err := pebblekv.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), 1024)
+	for i := 0; i < 4096; i++ {
+		key := []byte(fmt.Sprintf("k%05d", i))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Only the first blob read fails: later values would read fine.
+	var fails atomic.Int32
+	fails.Store(1)
+	opts.FS = errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") && fails.Add(-1) >= 0 {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	db, err = pebblekv.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(context.Background(), func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		if !it.SeekGE([]byte("k00000")) {
+			t.Fatal("k00000 not found")
+		}
+		if v := it.Value(); v != nil {
+			t.Fatalf("the first blob read was to fail; got %d bytes", len(v))
+		}
+		if it.SeekGE([]byte("k02000")) {
+			t.Errorf("a seek after a failed value read positioned the iterator (value %d bytes)", len(it.Value()))
+		}
+		return it.Error()
+	})
+	if !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("the iterator's error after a seek = %v, want the injected read error", err)
+	}
+}
+
+// TestGetReportsValueReadErrors: a point read of a separated value whose
+// blob read fails returns the error. Pebble v2.1's Get returns nil and no
+// error then (its Iterator.Value drops the error), which callers took
+// for an empty value.
+func TestGetReportsValueReadErrors(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	db, err := pebblekv.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), 1024)
+	for i := 0; i < 4096; i++ {
+		key := []byte(fmt.Sprintf("k%05d", i))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})}
+	opts.FS = errorfs.Wrap(mem, failing)
+	if db, err = pebblekv.Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	failing.On()
+	for _, view := range []func(context.Context, func(kv.Reader) error) error{
+		db.View,
+		func(ctx context.Context, fn func(kv.Reader) error) error {
+			return db.Update(ctx, func(tx kv.Txn) error { return fn(tx) })
+		},
+	} {
+		err = view(context.Background(), func(r kv.Reader) error {
+			v, err := r.Get([]byte("k00000"))
+			if err == nil {
+				t.Errorf("Get of an unreadable value: %d bytes and no error", len(v))
+			}
+			return err
+		})
+		if !errors.Is(err, errorfs.ErrInjected) {
+			t.Errorf("Get of an unreadable value: %v, want the injected read error", err)
+		}
+	}
+}
