@@ -126,6 +126,20 @@ func (f *fataler) logBackground(err error) {
 
 const repeatEvery = 10 * time.Second
 
+// CorruptionMessage is the line logged, before the fatal one, when a read
+// finds a corrupt block: the restart the fatal line promises recovers the
+// write-ahead log, not a damaged file.
+const CorruptionMessage = "on-disk corruption: a block of the store fails its checksum, and a restart does not repair it (the next read of it stops partita again); stop partita, run partita check, and restore the data directory from a backup"
+
+// corruption is Pebble's DataCorruption listener (called on the read that
+// found it). A store known to hold a corrupt sstable stops, as Pebble
+// does by default: its compactions cannot rewrite the damaged range, and
+// serving on would leave the writes into it stalled behind them.
+func (f *fataler) corruption(info pebble.DataCorruptionInfo) {
+	f.log.Error(CorruptionMessage, "path", info.Path, "err", fmt.Sprint(info.Details))
+	f.stop(fmt.Errorf("%w in %s: %v", ErrCorruption, info.Path, info.Details))
+}
+
 // walError handles an error writing the write-ahead log once the store is
 // open. Pebble cannot go on from one: it panics where it rotates the log
 // (on a permission error that became a Go runtime "unlock of unlocked

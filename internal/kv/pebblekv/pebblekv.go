@@ -80,6 +80,10 @@ var ErrFatal = errors.New("pebblekv: fatal storage error")
 // the disk has not answered one operation within Options.MaxSyncDuration.
 var ErrDiskStalled = errors.New("the disk stopped answering")
 
+// ErrCorruption is wrapped by the error given to Options.OnFatal when a
+// read finds a block of the store that fails its checksum.
+var ErrCorruption = errors.New("on-disk corruption")
+
 // ErrInUse is wrapped by Open when another process holds the store's lock.
 var ErrInUse = errors.New("in use by another partita process")
 
@@ -205,7 +209,7 @@ func Open(dir string, o *Options) (*DB, error) {
 		FS:                          pfs,
 		Logger:                      pebbleLogger{log: orDefault(o.Logger), fatal: fatal},
 		WALDir:                      o.WALDir,
-		EventListener:               &pebble.EventListener{BackgroundError: fatal.background},
+		EventListener:               &pebble.EventListener{BackgroundError: fatal.background, DataCorruption: fatal.corruption},
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,4 +147,93 @@ func TestOpenOnStalledDisk(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Open on a stalled disk still waits after 30 s")
 	}
+}
+
+// TestCorruptBlockIsFatalWithAdvice: a read that finds an sstable block
+// failing its checksum stops the store (Pebble's policy, kept), and the
+// log says what the fatal line cannot: a restart does not repair the
+// file; check and restore from a backup.
+func TestCorruptBlockIsFatalWithAdvice(t *testing.T) {
+	mem := vfs.NewMem()
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	db, err := pebblekv.Open("db", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := bytes.Repeat([]byte("v"), 100) // kept in the sstables' blocks
+	for i := 0; i < 30000; i++ {
+		key := []byte(fmt.Sprintf("k%06d", i))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var biggest string
+	var size int64
+	names, _ := mem.List("db")
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".sst") {
+			continue
+		}
+		if fi, err := mem.Stat("db/" + n); err == nil && fi.Size() > size {
+			biggest, size = "db/"+n, fi.Size()
+		}
+	}
+	if size < 64<<10 {
+		t.Fatalf("no sstable of 64 KiB or more: %v", names)
+	}
+	f, err := mem.OpenReadWrite(biggest, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xff}, 64), size/2); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	var logged strings.Builder
+	var mu sync.Mutex
+	opts.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	fatal := make(chan error, 1)
+	opts.OnFatal = func(err error) { fatal <- err }
+	if db, err = pebblekv.Open("db", opts); err != nil {
+		t.Fatal(err)
+	}
+	go db.View(context.Background(), func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			it.Value()
+		}
+		return it.Error()
+	})
+	select {
+	case err := <-fatal:
+		if !errors.Is(err, pebblekv.ErrCorruption) || !strings.Contains(err.Error(), biggest[3:]) {
+			t.Errorf("OnFatal got %v, want ErrCorruption naming %s", err, biggest)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a scan over a corrupt sstable did not stop the store")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "restore the data directory from a backup") {
+		t.Errorf("no advice logged:\n%s", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
