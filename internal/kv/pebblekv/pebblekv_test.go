@@ -158,19 +158,18 @@ func BenchmarkUpdate100x1K(b *testing.B) {
 	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "entities/s")
 }
 
-// TestIteratorReportsValueReadErrors checks that a value that cannot be read
-// (separated values live in blob files, read when Value is called) is
-// reported by Error instead of looking like an empty value.
-func TestIteratorReportsValueReadErrors(t *testing.T) {
-	mem := vfs.NewMem()
-	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+// writeValues opens a store at "db" with opts, writes n values of size
+// bytes under the keys k000000, k000001, …, and closes it. Values of 256
+// bytes or more must have gone to blob files.
+func writeValues(t *testing.T, opts *pebblekv.Options, n, size int) {
+	t.Helper()
 	db, err := pebblekv.Open("db", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := bytes.Repeat([]byte("v"), 1024)
-	for i := 0; i < 4096; i++ {
-		key := []byte(fmt.Sprintf("k%05d", i))
+	value := bytes.Repeat([]byte("v"), size)
+	for i := 0; i < n; i++ {
+		key := []byte(fmt.Sprintf("k%06d", i))
 		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
 			t.Fatal(err)
 		}
@@ -178,17 +177,25 @@ func TestIteratorReportsValueReadErrors(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	blobs := 0
-	names, _ := mem.List("db")
+	if size < 256 {
+		return
+	}
+	names, _ := opts.FS.List("db")
 	for _, n := range names {
 		if strings.HasSuffix(n, ".blob") {
-			blobs++
+			return
 		}
 	}
-	if blobs == 0 {
-		t.Fatalf("no blob files were written: %v", names)
-	}
+	t.Fatalf("no blob files were written: %v", names)
+}
 
+// unreadableBlobs returns a store holding 4,096 values of 1 KiB in blob
+// files that can no longer be read.
+func unreadableBlobs(t *testing.T) *pebblekv.DB {
+	t.Helper()
+	mem := vfs.NewMem()
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	writeValues(t, opts, 4096, 1024)
 	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") {
 			return errorfs.ErrInjected
@@ -196,14 +203,22 @@ func TestIteratorReportsValueReadErrors(t *testing.T) {
 		return nil
 	})}
 	opts.FS = errorfs.Wrap(mem, failing)
-	db, err = pebblekv.Open("db", opts)
+	db, err := pebblekv.Open("db", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	failing.On()
+	return db
+}
+
+// TestIteratorReportsValueReadErrors checks that a value that cannot be read
+// (separated values live in blob files, read when Value is called) is
+// reported by Error instead of looking like an empty value.
+func TestIteratorReportsValueReadErrors(t *testing.T) {
+	db := unreadableBlobs(t)
 	n := 0
-	err = db.View(context.Background(), func(r kv.Reader) error {
+	err := db.View(context.Background(), func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{})
 		if err != nil {
 			return err
@@ -424,16 +439,7 @@ func TestFatalTableWriteIOError(t *testing.T) {
 // ErrCannotRecover instead of retrying forever.
 func TestOpenCannotRecover(t *testing.T) {
 	mem := vfs.NewMem()
-	db, err := pebblekv.Open("db", &pebblekv.Options{FS: mem, MinFreeBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil { // leaves "k" in the WAL only
-		t.Fatal(err)
-	}
+	writeValues(t, &pebblekv.Options{FS: mem, MinFreeBytes: -1}, 1, 1) // in the WAL only
 	toggle := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".sst") {
 			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
@@ -524,20 +530,7 @@ func TestBackgroundErrorsNotFlooded(t *testing.T) {
 func TestIteratorValueErrorIsSticky(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
-	db, err := pebblekv.Open("db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	value := bytes.Repeat([]byte("v"), 1024)
-	for i := 0; i < 4096; i++ {
-		key := []byte(fmt.Sprintf("k%05d", i))
-		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeValues(t, opts, 4096, 1024)
 	// Only the first blob read fails: later values would read fine.
 	var fails atomic.Int32
 	fails.Store(1)
@@ -547,7 +540,7 @@ func TestIteratorValueErrorIsSticky(t *testing.T) {
 		}
 		return nil
 	}))
-	db, err = pebblekv.Open("db", opts)
+	db, err := pebblekv.Open("db", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,13 +551,13 @@ func TestIteratorValueErrorIsSticky(t *testing.T) {
 			return err
 		}
 		defer it.Close()
-		if !it.SeekGE([]byte("k00000")) {
-			t.Fatal("k00000 not found")
+		if !it.SeekGE([]byte("k000000")) {
+			t.Fatal("k000000 not found")
 		}
 		if v := it.Value(); v != nil {
 			t.Fatalf("the first blob read was to fail; got %d bytes", len(v))
 		}
-		if it.SeekGE([]byte("k02000")) {
+		if it.SeekGE([]byte("k002000")) {
 			t.Errorf("a seek after a failed value read positioned the iterator (value %d bytes)", len(it.Value()))
 		}
 		return it.Error()
@@ -579,42 +572,15 @@ func TestIteratorValueErrorIsSticky(t *testing.T) {
 // error then (its Iterator.Value drops the error), which callers took
 // for an empty value.
 func TestGetReportsValueReadErrors(t *testing.T) {
-	mem := vfs.NewMem()
-	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
-	db, err := pebblekv.Open("db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	value := bytes.Repeat([]byte("v"), 1024)
-	for i := 0; i < 4096; i++ {
-		key := []byte(fmt.Sprintf("k%05d", i))
-		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") {
-			return errorfs.ErrInjected
-		}
-		return nil
-	})}
-	opts.FS = errorfs.Wrap(mem, failing)
-	if db, err = pebblekv.Open("db", opts); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	failing.On()
+	db := unreadableBlobs(t)
 	for _, view := range []func(context.Context, func(kv.Reader) error) error{
 		db.View,
 		func(ctx context.Context, fn func(kv.Reader) error) error {
 			return db.Update(ctx, func(tx kv.Txn) error { return fn(tx) })
 		},
 	} {
-		err = view(context.Background(), func(r kv.Reader) error {
-			v, err := r.Get([]byte("k00000"))
+		err := view(context.Background(), func(r kv.Reader) error {
+			v, err := r.Get([]byte("k000000"))
 			if err == nil {
 				t.Errorf("Get of an unreadable value: %d bytes and no error", len(v))
 			}

@@ -24,7 +24,8 @@ func watchDisk(fs vfs.FS, o *Options, f *fataler) (vfs.FS, io.Closer) {
 		return fs, nopCloser{}
 	}
 	w := &stallWatch{fatal: f, limit: o.MaxSyncDuration}
-	slow := min(5*time.Second, o.MaxSyncDuration/4)
+	// A zero threshold would turn Pebble's checks off altogether.
+	slow := max(min(5*time.Second, o.MaxSyncDuration/4), time.Millisecond)
 	return vfs.WithDiskHealthChecks(fs, slow, nil, w.slow)
 }
 

@@ -106,16 +106,7 @@ func TestSlowDiskIsNotFatal(t *testing.T) {
 // of an Open that never returns.
 func TestOpenOnStalledDisk(t *testing.T) {
 	mem := vfs.NewMem()
-	db, err := pebblekv.Open("db", &pebblekv.Options{FS: mem, MinFreeBytes: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeValues(t, &pebblekv.Options{FS: mem, MinFreeBytes: -1}, 1, 1)
 	release := make(chan struct{})
 	t.Cleanup(func() {
 		// The disk answers again: the Open that was given up on runs
@@ -156,20 +147,7 @@ func TestOpenOnStalledDisk(t *testing.T) {
 func TestCorruptBlockIsFatalWithAdvice(t *testing.T) {
 	mem := vfs.NewMem()
 	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
-	db, err := pebblekv.Open("db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	value := bytes.Repeat([]byte("v"), 100) // kept in the sstables' blocks
-	for i := 0; i < 30000; i++ {
-		key := []byte(fmt.Sprintf("k%06d", i))
-		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeValues(t, opts, 30000, 100) // kept in the sstables' blocks
 	var biggest string
 	var size int64
 	names, _ := mem.List("db")
@@ -198,7 +176,8 @@ func TestCorruptBlockIsFatalWithAdvice(t *testing.T) {
 	opts.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
 	fatal := make(chan error, 1)
 	opts.OnFatal = func(err error) { fatal <- err }
-	if db, err = pebblekv.Open("db", opts); err != nil {
+	db, err := pebblekv.Open("db", opts)
+	if err != nil {
 		t.Fatal(err)
 	}
 	go db.View(context.Background(), func(r kv.Reader) error {
