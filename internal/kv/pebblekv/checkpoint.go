@@ -33,6 +33,9 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The checkpoint's files go through the store's file system, and so
+	// past its stall watch; a destination that hangs is not the store's.
+	defer d.watcher.elsewhere(dir)()
 	if err := d.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
 	}
@@ -44,7 +47,7 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 	}
 	// The backup is a data directory of this store version: record it, so
 	// that a later partita reads it as what it is.
-	if err := writeStoreVersion(vfs.Default, dir); err != nil {
+	if err := writeStoreVersion(d.fs, dir); err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
 	}

@@ -151,7 +151,8 @@ type DB struct {
 	watching sync.WaitGroup
 
 	fatal   *fataler
-	watcher io.Closer // the disk-stall monitor of Options.MaxSyncDuration
+	watcher *stallWatch // the disk-stall monitor of Options.MaxSyncDuration
+	fs      vfs.FS      // Options.FS, unwrapped
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -257,7 +258,7 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o.NoSync {
 		wo = pebble.NoSync
 	}
-	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher}
+	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher, fs: fs}
 	opened = true
 	if o.WALDir != "" {
 		d.dirs = append(d.dirs, o.WALDir)

@@ -3,6 +3,8 @@ package pebblekv
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,30 +21,67 @@ import (
 // (a frozen file system, a lost network volume) leaves the commit
 // pipeline waiting for ever and every write request with it, each
 // holding a slot, in a process a supervisor sees alive.
-func watchDisk(fs vfs.FS, o *Options, f *fataler) (vfs.FS, io.Closer) {
+func watchDisk(fs vfs.FS, o *Options, f *fataler) (vfs.FS, *stallWatch) {
+	w := &stallWatch{fatal: f, limit: o.MaxSyncDuration, away: map[string]int{}}
 	if o.MaxSyncDuration <= 0 || o.ReadOnly {
-		return fs, nopCloser{}
+		return fs, w
 	}
-	w := &stallWatch{fatal: f, limit: o.MaxSyncDuration}
 	// A zero threshold would turn Pebble's checks off altogether.
 	slow := max(min(5*time.Second, o.MaxSyncDuration/4), time.Millisecond)
-	return vfs.WithDiskHealthChecks(fs, slow, nil, w.slow)
+	fs, w.closer = vfs.WithDiskHealthChecks(fs, slow, nil, w.slow)
+	return fs, w
 }
-
-type nopCloser struct{}
-
-func (nopCloser) Close() error { return nil }
 
 // stallWatch hears of every store operation that has run longer than the
 // slow threshold, again every two seconds while it goes on (Pebble's
 // ticker).
 type stallWatch struct {
-	fatal *fataler
-	limit time.Duration
+	fatal  *fataler
+	limit  time.Duration
+	closer io.Closer // Pebble's checks; nil when off
 
 	stopped atomic.Bool
 	mu      sync.Mutex
 	logged  time.Time
+	away    map[string]int // directories outside the store being written (checkpoints), by count
+}
+
+// Close stops Pebble's checks.
+func (w *stallWatch) Close() error {
+	if w.closer == nil {
+		return nil
+	}
+	return w.closer.Close()
+}
+
+// elsewhere marks dir, a destination outside the store that Pebble writes
+// through the store's file system (a checkpoint), until done is called:
+// a stall there (a backup volume that hangs) is logged, not fatal, since
+// the store itself still answers.
+func (w *stallWatch) elsewhere(dir string) (done func()) {
+	dir = filepath.Clean(dir)
+	w.mu.Lock()
+	w.away[dir]++
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		if w.away[dir]--; w.away[dir] <= 0 {
+			delete(w.away, dir)
+		}
+		w.mu.Unlock()
+	}
+}
+
+func (w *stallWatch) outside(path string) bool {
+	path = filepath.Clean(path)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for dir := range w.away {
+		if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *stallWatch) slow(info vfs.DiskSlowInfo) {
@@ -50,7 +89,8 @@ func (w *stallWatch) slow(info vfs.DiskSlowInfo) {
 		// Close is the shutdown's to bound (serve exits if it hangs).
 		return
 	}
-	if info.Duration >= w.limit {
+	outside := w.outside(info.Path)
+	if info.Duration >= w.limit && !outside {
 		// stop never returns, and Pebble's ticker, which calls this,
 		// must go on: closing the file system (a failed Open does)
 		// waits for it.
@@ -67,6 +107,10 @@ func (w *stallWatch) slow(info vfs.DiskSlowInfo) {
 	}
 	w.mu.Unlock()
 	if quiet {
-		w.fatal.log.Warn("disk slow: a store operation is taking long", "op", info.OpType.String(), "path", info.Path, "elapsed", info.Duration.Round(100*time.Millisecond).String(), "fatal_after", w.limit.String())
+		if outside {
+			w.fatal.log.Warn("disk slow: writing a checkpoint is taking long", "op", info.OpType.String(), "path", info.Path, "elapsed", info.Duration.Round(100*time.Millisecond).String())
+		} else {
+			w.fatal.log.Warn("disk slow: a store operation is taking long", "op", info.OpType.String(), "path", info.Path, "elapsed", info.Duration.Round(100*time.Millisecond).String(), "fatal_after", w.limit.String())
+		}
 	}
 }

@@ -216,3 +216,52 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// TestStalledCheckpointIsNotFatal: a checkpoint (an online backup) whose
+// destination stops answering holds up the backup alone. Its files go
+// through the store's file system, hence past the stall watch, but the
+// store still answers, so it must not stop: writes go on meanwhile.
+func TestStalledCheckpointIsNotFatal(t *testing.T) {
+	release := make(chan struct{})
+	stall := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if strings.HasPrefix(op.Path, "backup") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			<-release
+		}
+		return nil
+	})
+	fatal := make(chan error, 1)
+	db, err := pebblekv.Open("db", &pebblekv.Options{
+		FS:              errorfs.Wrap(vfs.NewMem(), stall),
+		MinFreeBytes:    -1,
+		MaxSyncDuration: time.Second,
+		Logger:          slog.New(slog.DiscardHandler),
+		OnFatal:         func(err error) { fatal <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := make(chan error, 1)
+	go func() { backup <- db.Checkpoint(context.Background(), "backup") }()
+	deadline := time.Now().Add(4 * time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		key := []byte(fmt.Sprintf("k%06d", i))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, key) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-fatal:
+			t.Fatalf("a stalled checkpoint destination stopped the store: %v", err)
+		case err := <-backup:
+			t.Fatalf("the checkpoint finished (%v) while its destination stalled: the test proves nothing", err)
+		default:
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if err := <-backup; err != nil {
+		t.Fatalf("the checkpoint, once its destination answered: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
