@@ -145,3 +145,53 @@ func TestHostile_ConnectionFlood(t *testing.T) {
 		t.Errorf("after the flood: the last entity written is not what was written")
 	}
 }
+
+// TestHostile_AdminConnectionCap: the admin listener (health, readiness,
+// backups, metrics) keeps at most 64 connections open, so a flood of
+// them cannot take the files the store needs. With 64 held open by a
+// client that sends nothing, a health check waits for a free one and is
+// served as soon as one closes.
+func TestHostile_AdminConnectionCap(t *testing.T) {
+	s := StartServer(t, "")
+	if s.AdminURL == "" {
+		t.Fatal("no admin listener")
+	}
+	addr := strings.TrimPrefix(s.AdminURL, "http://")
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for range 64 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	health := func(wait time.Duration) (string, error) {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return "", err
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(wait))
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+			return "", err
+		}
+		b := make([]byte, 64)
+		n, err := c.Read(b)
+		return string(b[:n]), err
+	}
+	// The 65th waits in the kernel's accept queue, unserved.
+	if got, err := health(time.Second); err == nil {
+		t.Fatalf("a 65th admin connection was served while 64 were held: %q", got)
+	}
+	held[0].Close()
+	held = held[1:]
+	got, err := health(5 * time.Second)
+	if err != nil || !strings.HasPrefix(got, "HTTP/1.1 200") {
+		t.Fatalf("health check after one connection closed: %q, %v", got, err)
+	}
+}
