@@ -147,7 +147,9 @@ func TestRowCacheMemoryWithinBudget(t *testing.T) {
 		n, used := c.len()
 		heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		t.Logf("%d-byte values: %d rows, %.1f MiB counted, %.1f MiB of heap", size, n, float64(used)/(1<<20), float64(heap)/(1<<20))
-		if heap > budget {
+		// 5% for whatever else the test binary holds meanwhile; the flat
+		// overhead this guards against was 35% over.
+		if heap > budget*105/100 {
 			t.Errorf("%d-byte values: the cache holds %.1f MiB of heap, budget %d MiB", size, float64(heap)/(1<<20), budget>>20)
 		}
 		if used < budget*3/4 {
