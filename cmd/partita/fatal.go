@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partita/partita/internal/kv/pebblekv"
@@ -20,6 +21,7 @@ import (
 type fatalExit struct {
 	log *slog.Logger
 
+	dying  atomic.Bool // set before the listeners close
 	mu     sync.Mutex
 	closes []func()
 }
@@ -34,6 +36,7 @@ func (f *fatalExit) onFatal(close func()) {
 
 // exit never returns.
 func (f *fatalExit) exit(err error) {
+	f.dying.Store(true)
 	f.log.Error(pebblekv.FatalMessage, "err", err.Error())
 	f.mu.Lock()
 	closes := f.closes

@@ -405,6 +405,11 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 	}()
 	select {
 	case err := <-errc:
+		if fx.dying.Load() {
+			// The listener closed for a fatal store error: fatalExit
+			// ends the process with its status, not serve's return.
+			select {}
+		}
 		return err
 	case <-ctx.Done():
 	}
