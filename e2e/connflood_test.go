@@ -5,6 +5,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,9 +47,15 @@ func TestHostile_ConnectionFlood(t *testing.T) {
 	if !strings.Contains(p.stderr(), "--max-connections lowered") {
 		t.Errorf("no warning that --max-connections was fitted under an open-file limit of %d:\n%s", nofile, p.stderr())
 	}
-	conns := int(nofile) / 2 // what fitConnections leaves beside the store below 4,096 files
-	if room := int(nofile) - 2048; room > conns {
-		conns = room
+	// The cap the server chose, from its warning (not a second copy of
+	// its rule).
+	m := regexp.MustCompile(`max_connections=(\d+)`).FindStringSubmatch(p.stderr())
+	if m == nil {
+		t.Fatalf("the warning does not say the cap:\n%s", p.stderr())
+	}
+	conns, _ := strconv.Atoi(m[1])
+	if conns <= 0 || conns >= int(nofile) {
+		t.Fatalf("--max-connections fitted to %d under an open-file limit of %d", conns, nofile)
 	}
 
 	c := noRetryClient(t, p.endpoint(), "flood")
