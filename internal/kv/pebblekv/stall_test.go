@@ -21,8 +21,11 @@ import (
 
 // stallingStore opens a store whose write-ahead log syncs, once armed,
 // take as long as hold says (a stalled disk: until the test ends).
-func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration) (*pebblekv.DB, *atomic.Bool, chan error) {
+func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration, log *slog.Logger) (*pebblekv.DB, *atomic.Bool, chan error) {
 	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	armed := new(atomic.Bool)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -40,7 +43,7 @@ func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration)
 		FS:              errorfs.Wrap(vfs.NewMem(), inject),
 		MinFreeBytes:    -1,
 		MaxSyncDuration: limit,
-		Logger:          slog.New(slog.DiscardHandler),
+		Logger:          log,
 		OnFatal:         func(err error) { fatal <- err },
 	})
 	if err != nil {
@@ -54,7 +57,7 @@ func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration)
 // passed, instead of a commit, and every write behind it, waiting for
 // ever.
 func TestFatalDiskStall(t *testing.T) {
-	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return time.Hour })
+	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return time.Hour }, nil)
 	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("before"), []byte("v")) }); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +80,7 @@ func TestFatalDiskStall(t *testing.T) {
 // stall: with each WAL sync taking 300 ms and the limit at 1 s, writes go
 // on for 4 s without a fatal error.
 func TestSlowDiskIsNotFatal(t *testing.T) {
-	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return 300 * time.Millisecond })
+	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return 300 * time.Millisecond }, nil)
 	armed.Store(true)
 	value := bytes.Repeat([]byte("v"), 1024)
 	deadline := time.Now().Add(4 * time.Second)
@@ -98,6 +101,35 @@ func TestSlowDiskIsNotFatal(t *testing.T) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSlowDiskIsLogged: a sync that takes longer than a quarter of the
+// limit but returns within it is logged as slow, and is not fatal.
+func TestSlowDiskIsLogged(t *testing.T) {
+	var mu sync.Mutex
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	var once atomic.Bool
+	db, armed, fatal := stallingStore(t, 6*time.Second, func() time.Duration {
+		if once.CompareAndSwap(false, true) {
+			return 4 * time.Second // Pebble looks every 2 s: one look sees it past 1.5 s
+		}
+		return 0
+	}, log)
+	armed.Store(true)
+	if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("a 4 s sync under a 6 s limit was fatal: %v", err)
+	default:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "disk slow") {
+		t.Errorf("a 4 s sync was not logged as slow:\n%s", logged.String())
 	}
 }
 
