@@ -54,6 +54,11 @@ func isTableFile(name string) bool {
 type tableFiles struct {
 	fs    vfs.FS
 	fatal *fataler
+	// maxWait caps the pacing wait (0: a second). The wait happens inside
+	// the file operation that failed, which the stall watch times, so
+	// under a short MaxSyncDuration it must stay well inside it: a full
+	// disk is not a stalled one.
+	maxWait time.Duration
 
 	mu       sync.Mutex
 	failures int       // failed creates and writes in the current run
@@ -101,9 +106,12 @@ func (t *tableFiles) failed() {
 	t.last = now
 	n := t.failures
 	t.mu.Unlock()
-	wait := time.Second
+	wait := t.maxWait
+	if wait <= 0 {
+		wait = time.Second
+	}
 	if n <= 8 {
-		wait = 5 * time.Millisecond << (n - 1)
+		wait = min(wait, 5*time.Millisecond<<(n-1))
 	}
 	for end := now.Add(wait); time.Now().Before(end) && !t.fatal.closing.Load(); {
 		time.Sleep(min(50*time.Millisecond, time.Until(end)))

@@ -236,6 +236,14 @@ func TestTableFilesPaceFailures(t *testing.T) {
 	if tf.failures != 1 {
 		t.Fatalf("a failure after %v of quiet counts as number %d of its run, want 1", failureQuiet, tf.failures)
 	}
+	// Under a short stall limit the wait stays well inside it.
+	tf.maxWait = 30 * time.Millisecond
+	tf.failures = 20
+	start = time.Now()
+	tf.failed()
+	if d := time.Since(start); d < 30*time.Millisecond || d > 300*time.Millisecond {
+		t.Fatalf("a long run's failure with a 30 ms cap waited %v", d)
+	}
 	tf.fatal.closing.Store(true)
 	tf.failures = 20
 	start = time.Now()

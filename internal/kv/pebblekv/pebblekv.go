@@ -193,7 +193,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	// cache is CacheSize on top of two memtables: the blocks it keeps are
 	// what --cache-mb says (TestBlockCacheHoldsBlocks).
 	cache := pebble.NewCache(cacheSize + 2*int64(memTableSize))
-	pfs, watcher := watchDisk(walFS{FS: fs, fatal: fatal, tables: &tableFiles{fs: fs, fatal: fatal}}, o, fatal)
+	tables := &tableFiles{fs: fs, fatal: fatal}
+	if o.MaxSyncDuration > 0 {
+		tables.maxWait = o.MaxSyncDuration / 4
+	}
+	pfs, watcher := watchDisk(walFS{FS: fs, fatal: fatal, tables: tables}, o, fatal)
 	opened := false
 	defer func() {
 		if !opened {
