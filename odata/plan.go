@@ -89,10 +89,28 @@ func PlanQuery(e Expr) Plan {
 	if e == nil {
 		bs = fullBoxes()
 	} else {
-		bs = planBoxes(e, false)
+		var pl planner
+		bs = pl.boxes(e, false)
 	}
 	return boxesToPlan(bs)
 }
+
+// planner bounds the work of planning one filter. Each and costs the
+// product of its sides' boxes and each or their sum, so a long chain of
+// conditions on a key (RowKey ne '1' and RowKey ne '2' and …, 3,000 of
+// them fit in a request line) kept ~MaxRanges boxes through every step:
+// ~250 ms of CPU and ~400 MB allocated for one 64 KiB request. Past
+// planWork the planner coarsens every result to one box, which is still
+// an over-approximation (the caller evaluates the filter on each entity),
+// so a hostile filter reads more keys, within the scan's time budget,
+// instead of costing the planner quadratic time.
+type planner struct{ work int }
+
+// planWork is the box operations one filter may spend before coarsening:
+// four times what one and may compute, ~1 ms here. The filters the guide's
+// patterns write (a few ranges, a union of a few hundred keys) spend a
+// fraction of it.
+const planWork = 4 * productBudget
 
 // A box is the set of keys whose PartitionKey lies in pk and RowKey in rk.
 // The planner over-approximates the keys that satisfy an expression with a
@@ -208,22 +226,22 @@ func opIntervals(op Op, v string) []interval {
 	return []interval{{}}
 }
 
-// planBoxes over-approximates the keys satisfying e (neg=false) or not e
+// boxes over-approximates the keys satisfying e (neg=false) or not e
 // (neg=true).
-func planBoxes(e Expr, neg bool) []box {
+func (pl *planner) boxes(e Expr, neg bool) []box {
 	switch e := e.(type) {
 	case *And:
 		if neg {
-			return union(planBoxes(e.L, true), planBoxes(e.R, true))
+			return pl.union(pl.boxes(e.L, true), pl.boxes(e.R, true))
 		}
-		return intersect(planBoxes(e.L, false), planBoxes(e.R, false))
+		return pl.intersect(pl.boxes(e.L, false), pl.boxes(e.R, false))
 	case *Or:
 		if neg {
-			return intersect(planBoxes(e.L, true), planBoxes(e.R, true))
+			return pl.intersect(pl.boxes(e.L, true), pl.boxes(e.R, true))
 		}
-		return union(planBoxes(e.L, false), planBoxes(e.R, false))
+		return pl.union(pl.boxes(e.L, false), pl.boxes(e.R, false))
 	case *Not:
-		return planBoxes(e.X, !neg)
+		return pl.boxes(e.X, !neg)
 	case *Compare:
 		if e.Prop != PartitionKey && e.Prop != RowKey {
 			return fullBoxes()
@@ -266,20 +284,25 @@ func planBoxes(e Expr, neg bool) []box {
 	return fullBoxes()
 }
 
-func union(a, b []box) []box {
-	for _, x := range slices.Concat(a, b) {
-		if x.isFull() {
-			return fullBoxes()
-		}
+// union appends b to a. Every result of boxes is used once, by its
+// parent, so a's array is free to grow: a chain of n ors costs O(n), not
+// the O(n²) of copying both sides at each step. A list that holds a full
+// box is that box alone (fullBoxes), so checking for one is O(1).
+func (pl *planner) union(a, b []box) []box {
+	if isFullList(a) || isFullList(b) {
+		return fullBoxes()
 	}
-	out := slices.Concat(a, b)
-	if len(out) > MaxRanges {
+	out := append(a, b...)
+	pl.work += len(b)
+	if len(out) > MaxRanges || (len(out) > 1 && pl.work > planWork) {
 		return []box{hull(out)}
 	}
 	return out
 }
 
-func intersect(a, b []box) []box {
+func isFullList(bs []box) bool { return len(bs) == 1 && bs[0].isFull() }
+
+func (pl *planner) intersect(a, b []box) []box {
 	if len(a) == 0 || len(b) == 0 {
 		return nil
 	}
@@ -300,6 +323,10 @@ func intersect(a, b []box) []box {
 			b = []box{hull(b)}
 		}
 	}
+	if pl.work+len(a)*len(b) > planWork {
+		a, b = []box{hull(a)}, []box{hull(b)}
+	}
+	pl.work += len(a) * len(b)
 	var out []box
 	for _, x := range a {
 		for _, y := range b {
