@@ -321,7 +321,24 @@ type EntityOptions struct {
 	Select []string
 	// Element adds odata.metadata for a single-entity response.
 	Element bool
+
+	// sel indexes a long Select for the entities written with these
+	// options (built on first use: options are used by one request).
+	sel *selectIndex
 }
+
+// selectIndex places an entity's properties in a long $select in one pass
+// over the entity. Looking each selected name up among the properties
+// costs names × properties comparisons an entity: $select with 1,000
+// names over 250-property entities took 0.85 s of CPU for one page.
+type selectIndex struct {
+	place map[string]int // selected name → its place in Select
+	slot  []int32        // by place: 1 + the entity's property index, 0 when it lacks it
+}
+
+// selectIndexMin is the product of selected names and an entity's
+// properties above which the index is used (a variable for tests).
+var selectIndexMin = 64
 
 // AppendEntity appends the JSON object of e.
 func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
@@ -399,12 +416,22 @@ func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
 				}
 			}
 		}
-		for _, n := range o.Select {
+		var slot []int32
+		if len(o.Select)*len(e.Properties) > selectIndexMin {
+			slot = o.placeSelected(e)
+		}
+		for j, n := range o.Select {
 			switch n {
 			case partita.PropPartitionKey, partita.PropRowKey, partita.PropTimestamp:
 				continue
 			}
-			v, ok := e.Get(n)
+			var v edm.Value
+			var ok bool
+			if slot == nil {
+				v, ok = e.Get(n)
+			} else if i := slot[j]; i > 0 {
+				v, ok = e.Properties[i-1].Value, true
+			}
 			if !ok {
 				key(n)
 				b = append(b, "null"...)
@@ -414,6 +441,24 @@ func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
 		}
 	}
 	return append(b, '}')
+}
+
+// placeSelected returns, for each place in o.Select, 1 + the index of e's
+// property of that name, or 0.
+func (o *EntityOptions) placeSelected(e *partita.Entity) []int32 {
+	if o.sel == nil {
+		o.sel = &selectIndex{place: make(map[string]int, len(o.Select)), slot: make([]int32, len(o.Select))}
+		for j, n := range o.Select {
+			o.sel.place[n] = j
+		}
+	}
+	clear(o.sel.slot)
+	for i := range e.Properties {
+		if j, ok := o.sel.place[e.Properties[i].Name]; ok {
+			o.sel.slot[j] = int32(i + 1)
+		}
+	}
+	return o.sel.slot
 }
 
 // appendKey appends a member name, after a comma unless it is the first.

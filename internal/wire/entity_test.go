@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -296,5 +297,74 @@ func TestAppendErrorInvalidUTF8(t *testing.T) {
 	}
 	if x := AppendXMLError(nil, "InvalidInput", msg, "rid-1", 0); !utf8.Valid(x) {
 		t.Errorf("XML error body is not UTF-8: %q", x)
+	}
+}
+
+// TestAppendEntity_LongSelect checks the index a long $select uses against
+// looking each name up, over entities of different shapes written with one
+// options value (the index is reused across a page).
+func TestAppendEntity_LongSelect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ents []*partita.Entity
+	for i := 0; i < 40; i++ {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"PartitionKey":"p","RowKey":"r%d"`, i)
+		for j, n := range rng.Perm(80)[:rng.IntN(60)] {
+			fmt.Fprintf(&b, `,"p%d":%d`, n, j)
+		}
+		ents = append(ents, decode(t, b.String()+"}"))
+	}
+	defer func(m int) { selectIndexMin = m }(selectIndexMin)
+	for round := 0; round < 20; round++ {
+		var sel []string
+		seen := map[string]bool{}
+		for k := 0; k < 1+rng.IntN(100); k++ {
+			n := fmt.Sprintf("p%d", rng.IntN(90))
+			switch rng.IntN(10) {
+			case 0:
+				n = "RowKey"
+			case 1:
+				n = "Timestamp"
+			}
+			if !seen[n] {
+				seen[n] = true
+				sel = append(sel, n)
+			}
+		}
+		for _, m := range []Metadata{NoMetadata, MinimalMetadata, FullMetadata} {
+			indexed := &EntityOptions{Metadata: m, Base: "http://h/a", Account: "a", Table: "t", Select: sel}
+			for _, e := range ents {
+				selectIndexMin = 1 << 30
+				want := AppendEntity(nil, e, &EntityOptions{Metadata: m, Base: "http://h/a", Account: "a", Table: "t", Select: sel})
+				selectIndexMin = 0
+				if got := AppendEntity(nil, e, indexed); !bytes.Equal(got, want) {
+					t.Fatalf("select %v of %s:\n got %s\nwant %s", sel, e.RowKey, got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAppendEntityLongSelect writes a 250-property entity with a
+// $select of 1,000 names, four of them present.
+func BenchmarkAppendEntityLongSelect(b *testing.B) {
+	var body strings.Builder
+	body.WriteString(`{"PartitionKey":"p","RowKey":"r"`)
+	for j := 0; j < 250; j++ {
+		fmt.Fprintf(&body, `,"p%03d":%d`, j, j)
+	}
+	e, _, _, err := DecodeEntity([]byte(body.String() + "}"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sel := []string{"p001", "p100", "p200", "p249"}
+	for i := 0; i < 996; i++ {
+		sel = append(sel, fmt.Sprintf("q%d", i))
+	}
+	o := &EntityOptions{Base: "http://h/a", Table: "t", Select: sel}
+	buf := make([]byte, 0, 16<<10)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		buf = AppendEntity(buf[:0], e, o)
 	}
 }
