@@ -10,6 +10,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +22,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
 // otherAccount is a second account for the fairness tests.
@@ -528,5 +531,101 @@ func TestHostile_SlowBodyDeadline(t *testing.T) {
 	}
 	if _, err := serviceClient(t, s).NewClient(tbl).GetEntity(ctx, "p", "r", nil); codeOf(err) != "404 ResourceNotFound" {
 		t.Errorf("entity of a trickling body: %s, want 404 ResourceNotFound", codeOf(err))
+	}
+}
+
+// TestHostile_SlowPageReaders: 120 connections ask for 8 MiB query pages
+// ($select of 1,000 missing names makes each small entity ~8 KB of JSON)
+// and never read them. A page is built whole before it is written, and a
+// writer blocked on a reader that does not read keeps it for up to the
+// 2-minute write timeout: the server held 1 GiB before pages were counted
+// in the body budget. Now pages past their first 256 KiB take room in it
+// and end early (with a continuation) when there is none, so the server
+// stays small, and another client still pages through every entity once.
+func TestHostile_SlowPageReaders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	s := StartServer(t, "")
+	const tbl = "slowpages"
+	svc := serviceClient(t, s)
+	if _, err := svc.CreateTable(ctx, tbl, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := svc.NewClient(tbl)
+	const entities = 1000
+	for b := 0; b < entities/100; b++ {
+		var actions []aztables.TransactionAction
+		for i := 0; i < 100; i++ {
+			actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeAdd,
+				Entity: mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": fmt.Sprintf("%04d", b*100+i), "v": i})})
+		}
+		if _, err := c.SubmitTransaction(ctx, actions, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := make([]string, 0, 1001)
+	for i := 0; i < 1000; i++ {
+		names = append(names, fmt.Sprintf("q%03d", i))
+	}
+	names = append(names, "RowKey")
+	sel := strings.Join(names, ",")
+
+	host := serverHost(s)
+	const readers = 120
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < readers; i++ {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		conns = append(conns, c)
+		target := "/" + devAccount + "/" + tbl + "()?$select=" + sel
+		h := liteHeaders(devAccount, devKey, "/"+devAccount+"/"+tbl+"()")
+		if err := sendHead(c, host, "GET", target, h, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(3 * time.Second) // the pages are built and their writes block
+
+	// Another client pages through the table with the same selection.
+	pager := c.NewListEntitiesPager(&aztables.ListEntitiesOptions{Select: &sel})
+	seen := map[string]bool{}
+	pages := 0
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, raw := range page.Entities {
+			var e map[string]any
+			if err := json.Unmarshal(raw, &e); err != nil {
+				t.Fatal(err)
+			}
+			rk, _ := e["RowKey"].(string)
+			if seen[rk] {
+				t.Fatalf("entity %s twice", rk)
+			}
+			seen[rk] = true
+		}
+	}
+	peak := vmHWMKB(t, s.cmd.Process.Pid)
+	t.Logf("%d slow readers; the other client read %d entities in %d pages; peak RSS %d MB", readers, len(seen), pages, peak/1024)
+	if len(seen) != entities {
+		t.Errorf("read %d entities, want %d", len(seen), entities)
+	}
+	if pages < 3 {
+		// 8.4 MB of entities: two pages under the 8 MiB cap alone.
+		t.Errorf("%d pages: with the body budget held by the slow readers, pages should end early", pages)
+	}
+	if peak > 400*1024 {
+		t.Errorf("peak RSS %d MB with %d readers of 8 MiB pages, want < 400 MB", peak/1024, readers)
 	}
 }

@@ -17,6 +17,20 @@ import (
 // is this large, so memory per request stays bounded.
 const maxPageBytes = 8 << 20
 
+// A query page's bytes beyond pageFree are held in the body budget
+// (--max-body-mb) until the response is written, taken pageStep at a time
+// without waiting; when the budget has no room the page ends there, with a
+// continuation, as the service's pages may. Pages are built whole (their
+// continuation goes in the headers) and a client that reads slowly keeps
+// its page for up to the write timeout: 120 slow readers of 8 MiB pages
+// held 1 GiB before. The first pageFree bytes (~230 entities of 1 KiB)
+// are not counted, so every query progresses; memory for pages is then at
+// most the budget plus pageFree per request slot.
+const (
+	pageFree = 256 << 10
+	pageStep = 256 << 10
+)
+
 // pageChunkSize is the capacity of the pooled pieces a query page is
 // built in. A page of 1,000 1 KiB entities is over 1 MiB: built in one
 // slice, it regrew (copying everything so far) a dozen times per page and
@@ -150,6 +164,13 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 	n := 0
 	last := 0          // the previous entity's encoded size
 	var firstPK string // for the advisor: the partition a query within one read
+	var held int64     // of the body budget, under claims
+	var claims []claim
+	defer func() {
+		if held > 0 {
+			s.bodies.give(held, claims...)
+		}
+	}()
 	info, err := s.store.QueryEntities(rc.ctx, rc.account, table, q, func(e *partita.Entity) error {
 		// Room for one more like the last (and its comma), so an entity
 		// seldom straddles a full chunk and regrows it.
@@ -165,6 +186,15 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		last = len(pb.cur) - start
 		if pb.len() > maxPageBytes {
 			return partita.ErrStopPage
+		}
+		for int64(pb.len()) > pageFree+held {
+			if held == 0 {
+				claims = s.claims(rc, s.bodies)
+			}
+			if !s.bodies.take(pageStep, 0, claims...) {
+				return partita.ErrStopPage
+			}
+			held += pageStep
 		}
 		return nil
 	})
