@@ -276,19 +276,36 @@ func TestBackupBadInput(t *testing.T) {
 
 	// The wire: a relative path and a malformed body are 400, a second
 	// method is 405; health and readiness answer.
+	// A web page's browser can send the backup too (a cross-site POST of
+	// text/plain needs no preflight) and read loopback under a rebound
+	// name: both are refused before the handler, and nothing is written.
+	fromPage := filepath.Join(root, "from-a-page")
 	for _, c := range []struct {
 		method, path, body string
+		header             map[string]string
 		status             int
 		want               string
 	}{
-		{"POST", "/backup", `{"dir":"relative/dir"}`, 400, `is relative: give an absolute path`},
-		{"POST", "/backup", `{"dir":`, 400, `the body must be JSON`},
-		{"POST", "/backup", `{"to":"/x"}`, 400, `the body must be JSON`},
-		{"GET", "/backup", ``, 405, ``},
-		{"GET", "/healthz", ``, 200, `ok`},
-		{"GET", "/readyz", ``, 200, `ready`},
+		{"POST", "/backup", `{"dir":"relative/dir"}`, nil, 400, `is relative: give an absolute path`},
+		{"POST", "/backup", `{"dir":`, nil, 400, `the body must be JSON`},
+		{"POST", "/backup", `{"to":"/x"}`, nil, 400, `the body must be JSON`},
+		{"GET", "/backup", ``, nil, 405, ``},
+		{"GET", "/healthz", ``, nil, 200, `ok`},
+		{"GET", "/readyz", ``, nil, 200, `ready`},
+		{"POST", "/backup", `{"dir":"` + fromPage + `"}`, map[string]string{"Origin": "https://evil.example", "Content-Type": "text/plain"}, 403, `a request from a web page`},
+		{"POST", "/backup", `{"dir":"` + fromPage + `"}`, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, `a request from a web page`},
+		{"GET", "/healthz", ``, map[string]string{"Host": "evil.example"}, 403, `is not an IP address or localhost`},
+		{"GET", "/metrics", ``, map[string]string{"Host": "rebound.evil.example:10012"}, 403, `is not an IP address or localhost`},
+		{"GET", "/healthz", ``, map[string]string{"Host": "localhost"}, 200, `ok`},
 	} {
 		req, _ := http.NewRequest(c.method, s.AdminURL+c.path, strings.NewReader(c.body))
+		for k, v := range c.header {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -296,8 +313,11 @@ func TestBackupBadInput(t *testing.T) {
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != c.status || !strings.Contains(string(raw), c.want) {
-			t.Errorf("%s %s %s: %d %q, want %d containing %q", c.method, c.path, c.body, resp.StatusCode, raw, c.status, c.want)
+			t.Errorf("%s %s %s %v: %d %.200q, want %d containing %q", c.method, c.path, c.body, c.header, resp.StatusCode, raw, c.status, c.want)
 		}
+	}
+	if _, err := os.Stat(fromPage); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s exists after backups sent by a web page", fromPage)
 	}
 
 	// A backup into an empty directory under the root succeeds, and the

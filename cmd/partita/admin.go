@@ -59,7 +59,7 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 	obs.mount(mux)
 	mux.Handle("/", admin.New(admin.Options{DB: db, Engine: engineName(c.Store), Store: store, BackupRoot: c.BackupRoot, StoreDirs: storeDirs(c), Logger: log}))
 	srv := &http.Server{
-		Handler:           mux,
+		Handler:           operatorOnly(mux, ln),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,
@@ -73,4 +73,56 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 		defer cancel()
 		srv.Shutdown(ctx)
 	}, nil
+}
+
+// operatorOnly guards the unauthenticated listeners (admin, pprof) against
+// the one client that can reach loopback without being on the machine: a
+// web page the operator has open. Its browser may send a cross-site POST
+// with a text/plain body without asking first (a backup into any
+// directory the server may write, over and over), and DNS rebinding
+// makes a page of an attacker's name read loopback answers as its own
+// (the advisor's partition keys, metrics, pprof's command line). So
+//
+//   - a request that is not a GET or HEAD and carries Origin, or
+//     Sec-Fetch-Site other than "none", is refused: browsers mark every
+//     such request with them; partita backup, curl and probes send
+//     neither;
+//   - on a loopback listener, a request must name the host by an IP
+//     address or as localhost: a rebound name is refused. A listener an
+//     operator put on another address (and was warned about) is reached
+//     by whatever names they give it.
+//
+// Refusals are 403 with the reason.
+func operatorOnly(next http.Handler, ln net.Listener) http.Handler {
+	loopback := false
+	if ap, ok := ln.Addr().(*net.TCPAddr); ok {
+		loopback = ap.IP.IsLoopback()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" && r.Header.Get("Sec-Fetch-Site") != "none" {
+				http.Error(w, "refused: a request from a web page; this listener is unauthenticated and for the machine's operators (use partita backup)", http.StatusForbidden)
+				return
+			}
+		}
+		if loopback && !loopbackHost(r.Host) {
+			http.Error(w, fmt.Sprintf("refused: host %q is not an IP address or localhost; this listener is on loopback and answers only requests addressed to it", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether a Host header names the host by an IP
+// address or as localhost, with or without a port, or is empty.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	// No Host at all (HTTP/1.0 probes) is no browser's.
+	return host == "" || strings.EqualFold(strings.TrimSuffix(host, "."), "localhost")
 }

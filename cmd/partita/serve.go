@@ -185,7 +185,7 @@ func serveFlags(c *Config) []flagDef {
 		{"pprof", "PARTITA_PPROF", &c.PprofAddr, envOr("PARTITA_PPROF", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default"},
 		{"gc-percent", "GOGC", &c.GCPercent, envGC("GOGC", defaultGCPercent), "Go's GC target (default from GOGC when set): the heap may grow this many percent over live data between collections; higher costs memory and saves CPU on writes; negative leaves Go's own setting"},
 		{"go-mem-limit-mb", "GOMEMLIMIT", &c.GoMemLimitMB, envGC("GOMEMLIMIT", defaultGoMemLimitMB()), "soft limit (MiB) on the Go runtime's memory (default from GOMEMLIMIT when set): past it the GC runs more often, whatever --gc-percent says; with cgo, Pebble's 64 MiB block cache and 32 MiB memtables are outside it, and without cgo the default is 0; 0 or negative leaves Go's own setting"},
-		{"admin-addr", "PARTITA_ADMIN_ADDR", &c.AdminAddr, envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables"},
+		{"admin-addr", "PARTITA_ADMIN_ADDR", &c.AdminAddr, envOr("PARTITA_ADMIN_ADDR", "127.0.0.1:10012"), "admin listener: /healthz, /readyz and POST /backup (partita backup); unauthenticated, so keep it on loopback; empty disables. Requests a web page could make are refused: writes with Origin or a cross-site Sec-Fetch-Site, and on loopback a Host that is not an IP address or localhost"},
 		{"backup-root", "PARTITA_BACKUP_ROOT", &c.BackupRoot, envOr("PARTITA_BACKUP_ROOT", ""), "when set, online backups may be written only under this directory"},
 		{"metrics", "", &c.Metrics, true, "keep Prometheus metrics (served at /metrics on the admin listener); --metrics=false turns them off"},
 		{"advisor", "", &c.Advisor, true, "watch the traffic for key-design anti-patterns (served at /advisor and /heat on the admin listener, and to each signed-in account for its own tables as comp=partita-advisor and comp=partita-heat, which the console shows); --advisor=false turns it off"},
@@ -355,7 +355,7 @@ func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 		return fmt.Errorf("--pprof: %w", err)
 	}
 	fx.onFatal(func() { pl.Close() })
-	go http.Serve(limitConnections(pl, adminConnections), mux)
+	go http.Serve(limitConnections(pl, adminConnections), operatorOnly(mux, pl))
 	log.Info("pprof listening", "addr", pl.Addr().String())
 	return nil
 }

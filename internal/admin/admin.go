@@ -13,7 +13,10 @@
 // The listener is not authenticated: anyone who can reach it can make the
 // server write a copy of every table into any directory the server may
 // write (or under Options.BackupRoot only). It is meant for the machine's
-// own operators, hence loopback.
+// own operators, hence loopback. The server (cmd/partita's operatorOnly)
+// refuses what a web page the operator has open could make a browser
+// send: writes carrying Origin, and loopback requests under another name
+// (DNS rebinding).
 //
 // POST /backup takes {"dir": "/absolute/path"}. The directory must not
 // exist or must be empty; its parents are created. A relative path is

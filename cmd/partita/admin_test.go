@@ -1,0 +1,81 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestOperatorOnly: the unauthenticated listeners refuse what a web page
+// can make a browser send (a cross-site write, a DNS-rebound name on
+// loopback) and serve what partita backup, curl and probes send.
+func TestOperatorOnly(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			if strings.HasPrefix(addr, "[") {
+				continue // no IPv6 loopback here
+			}
+			t.Fatal(err)
+		}
+		var served atomic.Int32
+		srv := httptest.NewUnstartedServer(operatorOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served.Add(1)
+			io.WriteString(w, "ok")
+		}), ln))
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
+		port := ln.Addr().(*net.TCPAddr).Port
+		for _, c := range []struct {
+			method, host string
+			header       map[string]string
+			want         int
+		}{
+			{"POST", "", map[string]string{"Content-Type": "application/json"}, 200}, // partita backup
+			{"POST", "localhost", nil, 200},
+			{"GET", "LOCALHOST.", nil, 200},
+			{"GET", "127.0.0.1", nil, 200},
+			{"GET", "[::1]", nil, 200},
+			{"POST", "", map[string]string{"Sec-Fetch-Site": "none"}, 200}, // typed into the address bar
+			{"GET", "", map[string]string{"Origin": "https://evil.example"}, 200},
+			{"POST", "", map[string]string{"Origin": "https://evil.example", "Content-Type": "text/plain"}, 403},
+			{"POST", "", map[string]string{"Origin": "null"}, 403},
+			{"DELETE", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+			{"POST", "", map[string]string{"Sec-Fetch-Site": "same-origin"}, 403},
+			{"GET", "evil.example", nil, 403}, // DNS rebinding
+			{"GET", "evil.example:" + strconv.Itoa(port), nil, 403},
+			{"GET", "localhost.evil.example", nil, 403},
+		} {
+			req, _ := http.NewRequest(c.method, srv.URL+"/x", strings.NewReader("{}"))
+			if c.host != "" {
+				req.Host = c.host
+				if !strings.Contains(c.host, ":") || strings.HasPrefix(c.host, "[") {
+					req.Host = net.JoinHostPort(strings.Trim(c.host, "[]"), strconv.Itoa(port))
+				}
+			}
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			before := served.Load()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s %s %s host %q %v: %d %s, want %d", addr, c.method, "/x", req.Host, c.header, resp.StatusCode, body, c.want)
+			}
+			if got := served.Load() - before; (c.want == 200) != (got == 1) {
+				t.Errorf("%s %s host %q %v: handler ran %d times", addr, c.method, req.Host, c.header, got)
+			}
+		}
+		srv.Close()
+	}
+}
