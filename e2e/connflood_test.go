@@ -185,7 +185,7 @@ func TestHostile_AdminConnectionCap(t *testing.T) {
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(wait))
-		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")); err != nil {
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: " + addr + "\r\nConnection: close\r\n\r\n")); err != nil {
 			return "", err
 		}
 		b := make([]byte, 64)
