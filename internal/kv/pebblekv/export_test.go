@@ -50,7 +50,7 @@ func SetBlockSize(n int) (restore func()) {
 
 // IterStats returns the Pebble statistics of an iterator of this engine.
 func IterStats(it interface{ Close() error }) pebble.IteratorStats {
-	return it.(iter).Stats()
+	return it.(*iter).Stats()
 }
 
 // CompactAll flushes the memtables and compacts the whole keyspace into
