@@ -3,6 +3,7 @@ package partita
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -147,5 +148,59 @@ func BenchmarkValidate1K(b *testing.B) {
 		if err := e.Validate(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestMerge_WideMatchesPairwise checks the indexed merge of wide entities
+// against comparing names pairwise: same values, same order (existing
+// properties in place, new ones appended in src's order).
+func TestMerge_WideMatchesPairwise(t *testing.T) {
+	pairwise := func(e *Entity, src []Property) {
+		for _, p := range src {
+			found := false
+			for i := range e.Properties {
+				if e.Properties[i].Name == p.Name {
+					e.Properties[i].Value = p.Value
+					found = true
+					break
+				}
+			}
+			if !found {
+				e.Properties = append(e.Properties, p)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	props := func(n, tag int) []Property {
+		var ps []Property
+		for _, k := range rng.Perm(400)[:n] {
+			ps = append(ps, Property{Name: fmt.Sprintf("p%d", k), Value: edm.Value{Type: edm.Int32, Int: int64(tag)}})
+		}
+		return ps
+	}
+	for round := 0; round < 200; round++ {
+		dst, src := props(rng.IntN(253), 1), props(rng.IntN(253), 2)
+		want := &Entity{Properties: append([]Property(nil), dst...)}
+		pairwise(want, src)
+		got := &Entity{Properties: append([]Property(nil), dst...)}
+		got.Merge(src)
+		if fmt.Sprint(got.Properties) != fmt.Sprint(want.Properties) {
+			t.Fatalf("merge of %d into %d properties:\n got %v\nwant %v", len(src), len(dst), got.Properties, want.Properties)
+		}
+	}
+}
+
+// BenchmarkMergeWide merges 252 properties into an entity of the same 252
+// names, in reverse order.
+func BenchmarkMergeWide(b *testing.B) {
+	var dst, src []Property
+	for i := 0; i < 252; i++ {
+		dst = append(dst, Property{Name: fmt.Sprintf("property_name_%03d", i), Value: edm.Value{Type: edm.Int32, Int: 1}})
+		src = append(src, Property{Name: fmt.Sprintf("property_name_%03d", 251-i), Value: edm.Value{Type: edm.Int32, Int: 2}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		e := Entity{Properties: append([]Property(nil), dst...)}
+		e.Merge(src)
 	}
 }
