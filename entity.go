@@ -85,6 +85,11 @@ func (e *Entity) Merge(src []Property) {
 		e.mergeIndexed(src)
 		return
 	}
+	e.mergePairwise(src)
+}
+
+// mergePairwise is Merge comparing names pairwise.
+func (e *Entity) mergePairwise(src []Property) {
 	for _, p := range src {
 		found := false
 		for i := range e.Properties {

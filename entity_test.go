@@ -155,21 +155,6 @@ func BenchmarkValidate1K(b *testing.B) {
 // against comparing names pairwise: same values, same order (existing
 // properties in place, new ones appended in src's order).
 func TestMerge_WideMatchesPairwise(t *testing.T) {
-	pairwise := func(e *Entity, src []Property) {
-		for _, p := range src {
-			found := false
-			for i := range e.Properties {
-				if e.Properties[i].Name == p.Name {
-					e.Properties[i].Value = p.Value
-					found = true
-					break
-				}
-			}
-			if !found {
-				e.Properties = append(e.Properties, p)
-			}
-		}
-	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	props := func(n, tag int) []Property {
 		var ps []Property
@@ -181,9 +166,9 @@ func TestMerge_WideMatchesPairwise(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		dst, src := props(rng.IntN(253), 1), props(rng.IntN(253), 2)
 		want := &Entity{Properties: append([]Property(nil), dst...)}
-		pairwise(want, src)
+		want.mergePairwise(src)
 		got := &Entity{Properties: append([]Property(nil), dst...)}
-		got.Merge(src)
+		got.mergeIndexed(src)
 		if fmt.Sprint(got.Properties) != fmt.Sprint(want.Properties) {
 			t.Fatalf("merge of %d into %d properties:\n got %v\nwant %v", len(src), len(dst), got.Properties, want.Properties)
 		}
