@@ -634,6 +634,39 @@ func TestCopyBadInput(t *testing.T) {
 			t.Errorf("%d tables at the destination: data moved", n)
 		}
 	})
+	t.Run("export onto a full disk", func(t *testing.T) {
+		// The export fails for want of space: no file takes the name, the
+		// previous export there is kept, and no partial file is left. It
+		// left a truncated export under the final name before.
+		dir := mountTmpfs(t, "16k") // the export is ~34 KB
+		out := filepath.Join(dir, "out.jsonl")
+		if err := os.WriteFile(out, []byte("the previous export\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, err := runCopy(t, "--from", aConn, "--to", out)
+		if err == nil || !strings.Contains(stderr, "no space left on device") {
+			t.Errorf("err %v, stderr %q: want a failure for want of space", err, stderr)
+		}
+		if b, err := os.ReadFile(out); err != nil || string(b) != "the previous export\n" {
+			t.Errorf("the previous export now holds %d bytes (%v)", len(b), err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			t.Errorf("the directory holds %v, want only out.jsonl", names)
+		}
+		// With room, the export replaces it whole.
+		roomy := filepath.Join(t.TempDir(), "out.jsonl")
+		if _, stderr, err := runCopy(t, "--from", aConn, "--to", roomy); err != nil {
+			t.Fatalf("export: %v, %s", err, stderr)
+		}
+		entries, _ := os.ReadDir(filepath.Dir(roomy))
+		if b, err := os.ReadFile(roomy); err != nil || bytes.Count(b, []byte("\n")) != 200 || len(entries) != 1 {
+			t.Errorf("export of 200 entities: %d lines (%v), %d entries in its directory", bytes.Count(b, []byte("\n")), err, len(entries))
+		}
+	})
 	t.Run("malformed line", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "in.jsonl")
 		lines := `{"table":"mal","PartitionKey":"p","RowKey":"1","props":[["A","Edm.Int32","1"]]}

@@ -174,7 +174,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	stop()
 	if dst.sink != nil {
-		if cerr := dst.sink.close(); err == nil {
+		if cerr := dst.sink.close(err == nil); err == nil {
 			err = cerr
 		}
 	}

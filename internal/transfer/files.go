@@ -206,6 +206,13 @@ func (lr *lineReader) close() {
 }
 
 // fileSink writes JSONL: one file, or a folder with one file per table.
+// Each file is written under a hidden temporary name beside it
+// (".NAME.partial-*") and renamed to its name only once the whole copy
+// succeeded and the file is synced; a copy that fails removes it. So a
+// file under the name asked for is always a complete export: a disk that
+// filled up left a truncated export under the final name, with nothing
+// but the exit status to tell it from a whole one, and a failed re-export
+// no longer destroys the previous one.
 type fileSink struct {
 	spec   string
 	folder bool
@@ -215,9 +222,10 @@ type fileSink struct {
 }
 
 type sinkFile struct {
-	f  *os.File
-	gz *gzip.Writer
-	w  *bufio.Writer
+	f    *os.File // the temporary file
+	path string   // the name it gets
+	gz   *gzip.Writer
+	w    *bufio.Writer
 }
 
 func newFileSink(spec string) (*fileSink, error) {
@@ -257,11 +265,11 @@ func (s *fileSink) file(table string) (*sinkFile, error) {
 	if len(s.files) >= maxTables {
 		return nil, fmt.Errorf("destination: more than %d tables", maxTables)
 	}
-	f, err := os.Create(p)
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".partial-*")
 	if err != nil {
 		return nil, fmt.Errorf("destination: %w", err)
 	}
-	sf := &sinkFile{f: f}
+	sf := &sinkFile{f: f, path: p}
 	var w io.Writer = f
 	if s.gz {
 		sf.gz = gzip.NewWriter(f)
@@ -304,17 +312,27 @@ func (s *fileSink) ensure(table string) error {
 	return err
 }
 
-func (s *fileSink) close() error {
+// close ends the files: with ok (the copy succeeded) each is flushed and
+// synced, and once all are, renamed to its name and the directories
+// synced; otherwise, or when any of that fails, the temporary files are
+// removed and no file takes its name.
+func (s *fileSink) close(ok bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var first error
 	for _, sf := range s.files {
-		err := sf.w.Flush()
-		if sf.gz != nil && err == nil {
-			err = sf.gz.Close()
-		}
-		if err == nil {
-			err = sf.f.Sync()
+		var err error
+		if ok && first == nil {
+			err = sf.w.Flush()
+			if sf.gz != nil && err == nil {
+				err = sf.gz.Close()
+			}
+			if err == nil {
+				err = sf.f.Chmod(0o644) // as os.Create under the usual umask; CreateTemp makes 0600
+			}
+			if err == nil {
+				err = sf.f.Sync()
+			}
 		}
 		if cerr := sf.f.Close(); err == nil {
 			err = cerr
@@ -323,6 +341,33 @@ func (s *fileSink) close() error {
 			first = fmt.Errorf("destination: %w", err)
 		}
 	}
+	dirs := map[string]bool{}
+	for _, sf := range s.files {
+		if ok && first == nil {
+			if err := os.Rename(sf.f.Name(), sf.path); err != nil {
+				first = fmt.Errorf("destination: %w", err)
+			}
+			dirs[filepath.Dir(sf.path)] = true
+		}
+		if !ok || first != nil {
+			os.Remove(sf.f.Name())
+		}
+	}
+	for dir := range dirs {
+		if err := syncDir(dir); err != nil && first == nil {
+			first = fmt.Errorf("destination: %w", err)
+		}
+	}
 	s.files = map[string]*sinkFile{}
 	return first
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
