@@ -29,7 +29,7 @@ type view struct {
 	keysOK   bool
 	bad      bool // the value did not decode; the full decode reports it
 
-	gets  int       // gets of this entity's own properties so far
+	gets  int       // this entity's gets of its own properties: 0, 1, or 2 for more
 	ts    int64     // the Timestamp, once the header is read
 	next  int       // offset in val of the first property not walked (0: header unread)
 	left  uint64    // properties not walked
@@ -125,12 +125,96 @@ func (v *view) get(name string) (edm.Value, bool) {
 		}
 		return edm.StringValue(v.rk), true
 	}
-	v.gets++
-	switch v.gets {
-	case 1:
-		return v.find(name)
-	case 2:
-		v.next, v.left, v.props = 0, 0, v.props[:0]
+	if v.gets > 0 {
+		return v.getAgain(name)
+	}
+	v.gets = 1
+	// The first get: the walk from the front, remembering nothing, inline
+	// (as a call, the table scan's CPU per entity grew 5-7%).
+	b := v.val
+	if len(b) < 1 || b[0] != codecVersion {
+		v.bad = true
+		return edm.Value{}, false
+	}
+	b = b[1:]
+	ts, n := binary.Uvarint(b)
+	if n <= 0 {
+		v.bad = true
+		return edm.Value{}, false
+	}
+	if name == partita.PropTimestamp {
+		return edm.DateTimeValue(int64(ts)), true
+	}
+	b = b[n:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		v.bad = true
+		return edm.Value{}, false
+	}
+	b = b[n:]
+	for i := uint64(0); i < count; i++ {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l >= uint64(len(b)-n) {
+			v.bad = true
+			return edm.Value{}, false
+		}
+		match := string(b[n:n+int(l)]) == name
+		b = b[n+int(l):]
+		t := edm.Type(b[0])
+		b = b[1:]
+		var size int
+		var val edm.Value
+		switch t {
+		case edm.String, edm.Guid, edm.Binary:
+			pl, pn := binary.Uvarint(b)
+			if pn <= 0 || pl > uint64(len(b)-pn) {
+				v.bad = true
+				return edm.Value{}, false
+			}
+			size = pn + int(pl)
+			if match {
+				if t == edm.Binary {
+					val = edm.Value{Type: t, Bin: b[pn:size]}
+				} else {
+					val = edm.Value{Type: t, Str: string(b[pn:size])}
+				}
+			}
+		case edm.Int32, edm.Int64, edm.DateTime:
+			x, pn := binary.Varint(b)
+			if pn <= 0 {
+				v.bad = true
+				return edm.Value{}, false
+			}
+			size, val = pn, edm.Value{Type: t, Int: x}
+		case edm.Boolean:
+			if len(b) < 1 {
+				v.bad = true
+				return edm.Value{}, false
+			}
+			size, val = 1, edm.Value{Type: t, Int: int64(b[0] & 1)}
+		case edm.Double:
+			if len(b) < 8 {
+				v.bad = true
+				return edm.Value{}, false
+			}
+			size, val = 8, edm.Value{Type: t, Float: math.Float64frombits(binary.LittleEndian.Uint64(b))}
+		default:
+			v.bad = true
+			return edm.Value{}, false
+		}
+		if match {
+			return val, true
+		}
+		b = b[size:]
+	}
+	return edm.Value{}, false
+}
+
+// getAgain is get from an entity's second get on: it looks among the
+// properties walked so far, then walks on, remembering each.
+func (v *view) getAgain(name string) (edm.Value, bool) {
+	if v.gets == 1 {
+		v.gets, v.next, v.left, v.props = 2, 0, 0, v.props[:0]
 	}
 	if v.bad || !v.header() {
 		return edm.Value{}, false
@@ -165,78 +249,6 @@ func (v *view) get(name string) (edm.Value, bool) {
 		if match {
 			return val, true
 		}
-	}
-	return edm.Value{}, false
-}
-
-// find walks the properties from the front to name, remembering nothing:
-// the path of most filters, so it decodes inline (through value it took
-// ~30% longer).
-func (v *view) find(name string) (edm.Value, bool) {
-	b := v.val
-	if len(b) < 1 || b[0] != codecVersion {
-		v.bad = true
-		return edm.Value{}, false
-	}
-	b = b[1:]
-	ts, n := binary.Uvarint(b)
-	if n <= 0 {
-		v.bad = true
-		return edm.Value{}, false
-	}
-	if name == partita.PropTimestamp {
-		return edm.DateTimeValue(int64(ts)), true
-	}
-	b = b[n:]
-	count, n := binary.Uvarint(b)
-	if n <= 0 {
-		v.bad = true
-		return edm.Value{}, false
-	}
-	b = b[n:]
-	for i := uint64(0); i < count; i++ {
-		l, n := binary.Uvarint(b)
-		if n <= 0 || l >= uint64(len(b)-n) {
-			v.bad = true
-			return edm.Value{}, false
-		}
-		if string(b[n:n+int(l)]) == name {
-			off := len(v.val) - len(b) + n + int(l)
-			val, _, ok := v.value(off, true)
-			return val, ok
-		}
-		b = b[n+int(l):]
-		t := edm.Type(b[0])
-		b = b[1:]
-		var size int
-		switch t {
-		case edm.String, edm.Guid, edm.Binary:
-			pl, pn := binary.Uvarint(b)
-			if pn <= 0 || pl > uint64(len(b)-pn) {
-				v.bad = true
-				return edm.Value{}, false
-			}
-			size = pn + int(pl)
-		case edm.Int32, edm.Int64, edm.DateTime:
-			_, pn := binary.Varint(b)
-			if pn <= 0 {
-				v.bad = true
-				return edm.Value{}, false
-			}
-			size = pn
-		case edm.Boolean:
-			size = 1
-		case edm.Double:
-			size = 8
-		default:
-			v.bad = true
-			return edm.Value{}, false
-		}
-		if size > len(b) {
-			v.bad = true
-			return edm.Value{}, false
-		}
-		b = b[size:]
 	}
 	return edm.Value{}, false
 }
