@@ -158,54 +158,40 @@ func (v *view) get(name string) (edm.Value, bool) {
 			v.bad = true
 			return edm.Value{}, false
 		}
-		match := string(b[n:n+int(l)]) == name
+		if string(b[n:n+int(l)]) == name {
+			val, _, ok := v.value(len(v.val)-len(b)+n+int(l), true)
+			return val, ok
+		}
 		b = b[n+int(l):]
-		t := edm.Type(b[0])
-		b = b[1:]
 		var size int
-		var val edm.Value
-		switch t {
+		switch t := edm.Type(b[0]); t {
 		case edm.String, edm.Guid, edm.Binary:
-			pl, pn := binary.Uvarint(b)
-			if pn <= 0 || pl > uint64(len(b)-pn) {
+			pl, pn := binary.Uvarint(b[1:])
+			if pn <= 0 || pl > uint64(len(b)-1-pn) {
 				v.bad = true
 				return edm.Value{}, false
 			}
 			size = pn + int(pl)
-			if match {
-				if t == edm.Binary {
-					val = edm.Value{Type: t, Bin: b[pn:size]}
-				} else {
-					val = edm.Value{Type: t, Str: string(b[pn:size])}
-				}
-			}
 		case edm.Int32, edm.Int64, edm.DateTime:
-			x, pn := binary.Varint(b)
+			_, pn := binary.Varint(b[1:])
 			if pn <= 0 {
 				v.bad = true
 				return edm.Value{}, false
 			}
-			size, val = pn, edm.Value{Type: t, Int: x}
+			size = pn
 		case edm.Boolean:
-			if len(b) < 1 {
-				v.bad = true
-				return edm.Value{}, false
-			}
-			size, val = 1, edm.Value{Type: t, Int: int64(b[0] & 1)}
+			size = 1
 		case edm.Double:
-			if len(b) < 8 {
-				v.bad = true
-				return edm.Value{}, false
-			}
-			size, val = 8, edm.Value{Type: t, Float: math.Float64frombits(binary.LittleEndian.Uint64(b))}
+			size = 8
 		default:
 			v.bad = true
 			return edm.Value{}, false
 		}
-		if match {
-			return val, true
+		if 1+size > len(b) {
+			v.bad = true
+			return edm.Value{}, false
 		}
-		b = b[size:]
+		b = b[1+size:]
 	}
 	return edm.Value{}, false
 }
