@@ -332,7 +332,8 @@ type EntityOptions struct {
 // costs names × properties comparisons an entity: $select with 1,000
 // names over 250-property entities took 0.85 s of CPU for one page.
 type selectIndex struct {
-	place map[string]int // selected name → its place in Select
+	names []string       // the Select it indexes
+	place map[string]int // selected name → its place in Select (names are distinct: parseSelect)
 	slot  []int32        // by place: 1 + the entity's property index, 0 when it lacks it
 }
 
@@ -446,8 +447,8 @@ func AppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte {
 // placeSelected returns, for each place in o.Select, 1 + the index of e's
 // property of that name, or 0.
 func (o *EntityOptions) placeSelected(e *partita.Entity) []int32 {
-	if o.sel == nil {
-		o.sel = &selectIndex{place: make(map[string]int, len(o.Select)), slot: make([]int32, len(o.Select))}
+	if o.sel == nil || len(o.sel.names) != len(o.Select) || &o.sel.names[0] != &o.Select[0] {
+		o.sel = &selectIndex{names: o.Select, place: make(map[string]int, len(o.Select)), slot: make([]int32, len(o.Select))}
 		for j, n := range o.Select {
 			o.sel.place[n] = j
 		}

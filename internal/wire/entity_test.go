@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -340,6 +341,16 @@ func TestAppendEntity_LongSelect(t *testing.T) {
 				if got := AppendEntity(nil, e, indexed); !bytes.Equal(got, want) {
 					t.Fatalf("select %v of %s:\n got %s\nwant %s", sel, e.RowKey, got, want)
 				}
+			}
+			// Options given another selection index it anew.
+			other := slices.Clone(sel)
+			slices.Reverse(other)
+			indexed.Select = other
+			selectIndexMin = 1 << 30
+			want := AppendEntity(nil, ents[0], &EntityOptions{Metadata: m, Base: "http://h/a", Account: "a", Table: "t", Select: other})
+			selectIndexMin = 0
+			if got := AppendEntity(nil, ents[0], indexed); !bytes.Equal(got, want) {
+				t.Fatalf("reselected %v:\n got %s\nwant %s", other, got, want)
 			}
 		}
 	}
