@@ -355,6 +355,27 @@ func TestPlanLongChainsStayCheap(t *testing.T) {
 	}
 }
 
+// BenchmarkPlanLongChain plans the chains of TestPlanLongChainsStayCheap
+// (3,000 conditions on RowKey), parsed once.
+func BenchmarkPlanLongChain(b *testing.B) {
+	for _, c := range []struct{ name, op, join string }{{"ne-and", "ne", " and "}, {"eq-or", "eq", " or "}} {
+		var parts []string
+		for i := 0; i < 3000; i++ {
+			parts = append(parts, fmt.Sprintf("RowKey %s '%d'", c.op, i))
+		}
+		e, err := Parse(strings.Join(parts, c.join))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				PlanQuery(e)
+			}
+		})
+	}
+}
+
 // TestPlanWideUnion checks the range cap: a union of more than MaxRanges
 // points is coarsened, and stays correct.
 func TestPlanWideUnion(t *testing.T) {
