@@ -109,9 +109,8 @@ type planner struct{ work int }
 // planWork is the box operations one filter may spend before coarsening:
 // four times what one and may compute. After it each condition costs a
 // few boxes: 3,000 conditions plan in ~2.6 ms (BenchmarkPlanLongChain).
-// The filters the guide's
-// patterns write (a few ranges, a union of a few hundred keys) spend a
-// fraction of it.
+// The filters the guide's patterns write (a few ranges, a union of a few
+// hundred keys) spend a fraction of it.
 const planWork = 4 * productBudget
 
 // A box is the set of keys whose PartitionKey lies in pk and RowKey in rk.

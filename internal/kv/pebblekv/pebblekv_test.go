@@ -192,12 +192,19 @@ func writeValues(t *testing.T, opts *pebblekv.Options, n, size int) {
 // unreadableBlobs returns a store holding 4,096 values of 1 KiB in blob
 // files that can no longer be read.
 func unreadableBlobs(t *testing.T) *pebblekv.DB {
+	return failingBlobs(t, func() bool { return true })
+}
+
+// failingBlobs returns a store holding 4,096 values of 1 KiB in blob
+// files, reopened so that, once open, a read of a blob file fails when
+// fail says so.
+func failingBlobs(t *testing.T, fail func() bool) *pebblekv.DB {
 	t.Helper()
 	mem := vfs.NewMem()
 	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
 	writeValues(t, opts, 4096, 1024)
 	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") {
+		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") && fail() {
 			return errorfs.ErrInjected
 		}
 		return nil
@@ -528,24 +535,11 @@ func TestBackgroundErrorsNotFlooded(t *testing.T) {
 // reads of current values) saw nil for the unreadable value, as if the
 // entity were absent, and no error at the end once a later value read.
 func TestIteratorValueErrorIsSticky(t *testing.T) {
-	mem := vfs.NewMem()
-	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
-	writeValues(t, opts, 4096, 1024)
 	// Only the first blob read fails: later values would read fine.
 	var fails atomic.Int32
 	fails.Store(1)
-	opts.FS = errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") && fails.Add(-1) >= 0 {
-			return errorfs.ErrInjected
-		}
-		return nil
-	}))
-	db, err := pebblekv.Open("db", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.View(context.Background(), func(r kv.Reader) error {
+	db := failingBlobs(t, func() bool { return fails.Add(-1) >= 0 })
+	err := db.View(context.Background(), func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{})
 		if err != nil {
 			return err

@@ -19,13 +19,31 @@ import (
 	"github.com/partita/partita/internal/kv/pebblekv"
 )
 
-// stallingStore opens a store whose write-ahead log syncs, once armed,
-// take as long as hold says (a stalled disk: until the test ends).
-func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration, log *slog.Logger) (*pebblekv.DB, *atomic.Bool, chan error) {
+// storeOn opens a store on a memory file system wrapped by inject, with
+// MaxSyncDuration limit; fatal errors go to the channel.
+func storeOn(t *testing.T, inject errorfs.Injector, limit time.Duration, log *slog.Logger) (*pebblekv.DB, chan error) {
 	t.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	fatal := make(chan error, 1)
+	db, err := pebblekv.Open("db", &pebblekv.Options{
+		FS:              errorfs.Wrap(vfs.NewMem(), inject),
+		MinFreeBytes:    -1,
+		MaxSyncDuration: limit,
+		Logger:          log,
+		OnFatal:         func(err error) { fatal <- err },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, fatal
+}
+
+// stallingStore opens a store whose write-ahead log syncs, once armed,
+// take as long as hold says (a stalled disk: until the test ends).
+func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration, log *slog.Logger) (*pebblekv.DB, *atomic.Bool, chan error) {
+	t.Helper()
 	armed := new(atomic.Bool)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -38,18 +56,24 @@ func stallingStore(t *testing.T, limit time.Duration, hold func() time.Duration,
 		}
 		return nil
 	})
-	fatal := make(chan error, 1)
-	db, err := pebblekv.Open("db", &pebblekv.Options{
-		FS:              errorfs.Wrap(vfs.NewMem(), inject),
-		MinFreeBytes:    -1,
-		MaxSyncDuration: limit,
-		Logger:          log,
-		OnFatal:         func(err error) { fatal <- err },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, fatal := storeOn(t, inject, limit, log)
 	return db, armed, fatal
+}
+
+// writeFor writes new keys for d, calling each after every write, and
+// returns how many it wrote.
+func writeFor(t *testing.T, db *pebblekv.DB, d time.Duration, each func()) int {
+	t.Helper()
+	value := bytes.Repeat([]byte("v"), 1024)
+	n := 0
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); n++ {
+		key := []byte(fmt.Sprintf("k%07d", n))
+		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
+			t.Fatal(err)
+		}
+		each()
+	}
+	return n
 }
 
 // TestFatalDiskStall: a sync of the write-ahead log that the disk never
@@ -82,15 +106,7 @@ func TestFatalDiskStall(t *testing.T) {
 func TestSlowDiskIsNotFatal(t *testing.T) {
 	db, armed, fatal := stallingStore(t, time.Second, func() time.Duration { return 300 * time.Millisecond }, nil)
 	armed.Store(true)
-	value := bytes.Repeat([]byte("v"), 1024)
-	deadline := time.Now().Add(4 * time.Second)
-	n := 0
-	for ; time.Now().Before(deadline); n++ {
-		key := []byte(fmt.Sprintf("k%07d", n))
-		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, value) }); err != nil {
-			t.Fatal(err)
-		}
-	}
+	n := writeFor(t, db, 4*time.Second, func() {})
 	select {
 	case err := <-fatal:
 		t.Fatalf("a slow but answering disk was fatal: %v", err)
@@ -261,25 +277,10 @@ func TestStalledCheckpointIsNotFatal(t *testing.T) {
 		}
 		return nil
 	})
-	fatal := make(chan error, 1)
-	db, err := pebblekv.Open("db", &pebblekv.Options{
-		FS:              errorfs.Wrap(vfs.NewMem(), stall),
-		MinFreeBytes:    -1,
-		MaxSyncDuration: time.Second,
-		Logger:          slog.New(slog.DiscardHandler),
-		OnFatal:         func(err error) { fatal <- err },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, fatal := storeOn(t, stall, time.Second, nil)
 	backup := make(chan error, 1)
 	go func() { backup <- db.Checkpoint(context.Background(), "backup") }()
-	deadline := time.Now().Add(4 * time.Second)
-	for i := 0; time.Now().Before(deadline); i++ {
-		key := []byte(fmt.Sprintf("k%06d", i))
-		if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set(key, key) }); err != nil {
-			t.Fatal(err)
-		}
+	writeFor(t, db, 4*time.Second, func() {
 		select {
 		case err := <-fatal:
 			t.Fatalf("a stalled checkpoint destination stopped the store: %v", err)
@@ -288,7 +289,7 @@ func TestStalledCheckpointIsNotFatal(t *testing.T) {
 		default:
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
+	})
 	close(release)
 	if err := <-backup; err != nil {
 		t.Fatalf("the checkpoint, once its destination answered: %v", err)
