@@ -275,13 +275,14 @@ func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 //
 // fdatasync of a file whose size changed must also commit the size (on
 // ext4 a journal commit), and on this project's VMs that made a WAL sync
-// cost ~100 µs of CPU (and ~200 µs) against ~60 µs (and ~120 µs) for one
-// that only writes data into the file (docs/PERFORMANCE.md). Pebble
+// cost ~92 µs of CPU (~170 µs of wall time) against ~67 µs (~130 µs) for
+// one that only writes data into the file (docs/PERFORMANCE.md). Pebble
 // recycles old logs, which are full-sized, but a new store's logs and a
-// recycled log's part past its old size grow with every sync. So the WAL
-// is extended by writing zeros a MiB at a time, ahead of where Pebble
-// writes: one sync in ~800 single-entity writes changes the size instead
-// of every one. A zeroed tail is what Pebble's reader expects of a
+// recycled log's part past its old size grow with every sync; Pebble's
+// own preallocation keeps the size (FALLOC_FL_KEEP_SIZE). So the WAL is
+// extended by writing zeros a MiB at a time, ahead of where Pebble
+// writes: one sync per MiB of log (~800 single-entity writes) changes the
+// size instead of every one. A zeroed tail is what Pebble's reader expects of a
 // preallocated log (record.ErrZeroedChunk): on the newest log it ends the
 // replay as a torn tail does, and an older log ends with its EOF trailer
 // before the zeros, as a recycled log's older bytes are.
