@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // SetValueSeparation switches value separation for the stores opened
@@ -46,6 +47,14 @@ func SetBlockSize(n int) (restore func()) {
 	old := blockSize
 	blockSize = n
 	return func() { blockSize = old }
+}
+
+// WALFile wraps f as a store wraps its write-ahead logs; with ahead
+// false, without the zeroing ahead (benchmarks compare both).
+func WALFile(f vfs.File, ahead bool) vfs.File {
+	w := newWALFile(f, &fataler{})
+	w.ahead = ahead
+	return w
 }
 
 // IterStats returns the Pebble statistics of an iterator of this engine.

@@ -264,11 +264,15 @@ func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 		fs.fatal.walError(err)
 		return nil, err
 	}
-	w := &walFile{File: f, fatal: fs.fatal, ahead: true}
+	return newWALFile(f, fs.fatal), nil
+}
+
+func newWALFile(f vfs.File, fatal *fataler) *walFile {
+	w := &walFile{File: f, fatal: fatal, ahead: true}
 	if st, err := f.Stat(); err == nil {
 		w.end = st.Size() // a recycled log holds its old bytes: no need to zero them
 	}
-	return w, nil
+	return w
 }
 
 // walAhead is how far a write-ahead log is zeroed ahead of its writes.
