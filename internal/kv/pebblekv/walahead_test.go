@@ -93,6 +93,7 @@ func TestWALSyncsRarelyGrowTheLog(t *testing.T) {
 	syncs, grew := fs.syncs, fs.grew
 	fs.mu.Unlock()
 	// ~3.2 MiB of log: a few extensions, plus the syncs of opening.
+	t.Logf("%d syncs, %d grew", syncs, grew)
 	if maxGrew := n*1100/(1<<20) + 6; syncs < n || grew > maxGrew {
 		t.Fatalf("%d write-ahead log syncs for %d synced writes, %d of them found the log grown; want at least %d syncs, at most %d grown", syncs, n, grew, n, maxGrew)
 	}
