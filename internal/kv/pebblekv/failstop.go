@@ -279,8 +279,9 @@ func newWALFile(f vfs.File, fatal *fataler) *walFile {
 //
 // fdatasync of a file whose size changed must also commit the size (on
 // ext4 a journal commit), and on this project's VMs that made a WAL sync
-// cost ~92 µs of CPU (~170 µs of wall time) against ~67 µs (~130 µs) for
-// one that only writes data into the file (docs/PERFORMANCE.md). Pebble
+// cost ~95 µs of CPU (~180 µs of wall time) against ~64 µs (~120 µs) for
+// one that only writes data into the file (BenchmarkWALSync,
+// docs/PERFORMANCE.md). Pebble
 // recycles old logs, which are full-sized, but a new store's logs and a
 // recycled log's part past its old size grow with every sync; Pebble's
 // own preallocation keeps the size (FALLOC_FL_KEEP_SIZE). So the WAL is
