@@ -638,7 +638,7 @@ func TestCopyBadInput(t *testing.T) {
 		// The export fails for want of space: no file takes the name, the
 		// previous export there is kept, and no partial file is left. It
 		// left a truncated export under the final name before.
-		dir := mountTmpfs(t, "16k") // the export is ~34 KB
+		dir := mountTmpfs(t, "size=16k") // the export is ~34 KB
 		out := filepath.Join(dir, "out.jsonl")
 		if err := os.WriteFile(out, []byte("the previous export\n"), 0o644); err != nil {
 			t.Fatal(err)

@@ -29,7 +29,7 @@ func TestDiskFullFlushFails(t *testing.T) {
 	if E2EStore == "postgres" {
 		t.Skip("the Pebble engine's disk guard; PostgreSQL manages its own disk")
 	}
-	mnt := mountTmpfs(t, "600m")
+	mnt := mountTmpfs(t, "size=600m")
 	p := startProc(t, partitaBin, nil, true, "--data", filepath.Join(mnt, "data"), "--min-free-mb", "10")
 	c := noRetryClient(t, p.endpoint(), "fullflush")
 	if _, err := c.CreateTable(ctx, nil); err != nil {

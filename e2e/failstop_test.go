@@ -207,7 +207,7 @@ func TestFailStopDiskFull(t *testing.T) {
 	if E2EStore == "postgres" {
 		t.Skip("the Pebble engine's write-ahead log; PostgreSQL manages its own disk")
 	}
-	mnt := mountTmpfs(t, "48m")
+	mnt := mountTmpfs(t, "size=48m")
 	data := filepath.Join(mnt, "data")
 
 	p := startProc(t, partitaBin, nil, true, "--data", data, "--min-free-mb", "0")

@@ -133,7 +133,7 @@ var blockSize = 4 << 10
 
 // ErrLowDiskSpace is wrapped (with kv.ErrUnavailable) by writes refused
 // because the disk is nearly full.
-var ErrLowDiskSpace = errors.New("pebblekv: free disk space below the minimum")
+var ErrLowDiskSpace = errors.New("pebblekv: free disk space (bytes, or files: inodes) below the minimum")
 
 // DB is a kv.DB on Pebble.
 type DB struct {
@@ -281,14 +281,34 @@ func Open(dir string, o *Options) (*DB, error) {
 	return d, nil
 }
 
-// checkSpace samples the free space of the data directory and of the
-// WAL's: running out on either is fatal to Pebble.
+// space is what a file system has left (freeSpace).
+type space struct {
+	bytes      uint64 // available to unprivileged writers
+	files      uint64 // free files (inodes)
+	totalFiles uint64 // 0 where the file system does not count files (btrfs)
+}
+
+// minFreeFiles is how many free files (inodes) the guard keeps on a file
+// system that has total: a thousand, or an eighth of a small one's. Pebble
+// needs a new file for each log, flush and compaction output, and a log it
+// cannot create is as fatal as one it cannot write: a disk out of inodes,
+// with bytes to spare, took a server down on its next log
+// ("no space left on device"), and a restart could not replay.
+func minFreeFiles(total uint64) uint64 { return min(1024, total/8) }
+
+// low reports whether sp is under the guard's minimum of bytes or files.
+func (sp space) low(minBytes int64) bool {
+	return sp.bytes < uint64(minBytes) || sp.totalFiles > 0 && sp.files < minFreeFiles(sp.totalFiles)
+}
+
+// checkSpace samples the free space (bytes and files) of the data
+// directory and of the WAL's: running out on either is fatal to Pebble.
 func (d *DB) checkSpace() {
 	low, known := false, false
 	for _, dir := range d.dirs {
-		if free, ok := freeSpace(dir); ok {
+		if sp, ok := freeSpace(dir); ok {
 			known = true
-			low = low || free < uint64(d.minFree)
+			low = low || sp.low(d.minFree)
 		}
 	}
 	if known {

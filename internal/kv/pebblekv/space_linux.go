@@ -4,14 +4,15 @@ package pebblekv
 
 import "syscall"
 
-// freeSpace returns the bytes available to unprivileged writers on the
-// file system holding dir.
-func freeSpace(dir string) (uint64, bool) {
+// freeSpace returns what is left on the file system holding dir: the
+// bytes available to unprivileged writers, and the free files (inodes)
+// where the file system counts them.
+func freeSpace(dir string) (space, bool) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
-		return 0, false
+		return space{}, false
 	}
-	return st.Bavail * uint64(st.Bsize), true
+	return space{bytes: st.Bavail * uint64(st.Bsize), files: st.Ffree, totalFiles: st.Files}, true
 }
 
 // trimTo releases the blocks a file holds beyond size (its length), which
