@@ -198,7 +198,7 @@ func openPebble(dir string, po *pebble.Options, f *fataler) (*pebble.DB, error) 
 		if errors.Is(err, ErrDiskStalled) {
 			return nil, fmt.Errorf("%w: %w", ErrCannotRecover, err)
 		}
-		return nil, fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space and write permission in the data directory)", ErrCannotRecover, err)
+		return nil, fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space, free files (inodes) and write permission in the data directory)", ErrCannotRecover, err)
 	}
 }
 
