@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/client_golang v1.16.0
 	github.com/prometheus/client_model v0.3.0
 	golang.org/x/net v0.43.0
+	golang.org/x/time v0.16.0
 )
 
 require (

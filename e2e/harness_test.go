@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -63,6 +64,8 @@ type Server struct {
 	// AdminURL is the admin listener's (--admin-addr), e.g.
 	// http://127.0.0.1:PORT; empty when the test disabled it.
 	AdminURL string
+
+	logLines atomic.Int64 // lines the server wrote to stderr
 }
 
 var (
@@ -94,11 +97,11 @@ func StartServer(t testing.TB, data string, flags ...string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = &testWriter{t: t}
+	s := &Server{Data: data, cmd: cmd, done: make(chan struct{})}
+	cmd.Stderr = &testWriter{t: t, lines: &s.logLines}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Data: data, cmd: cmd, done: make(chan struct{})}
 	lines := bufio.NewScanner(out)
 	urlc := make(chan string, 1)
 	go func() {
@@ -145,9 +148,16 @@ func (s *Server) Stop(t testing.TB) {
 // Endpoint is the path-style service URL of the dev account.
 func (s *Server) Endpoint() string { return s.URL + "/" + devAccount }
 
-type testWriter struct{ t testing.TB }
+// testWriter passes a server's log to the test's, counting its lines.
+type testWriter struct {
+	t     testing.TB
+	lines *atomic.Int64
+}
 
 func (w *testWriter) Write(p []byte) (int, error) {
+	if w.lines != nil {
+		w.lines.Add(int64(strings.Count(string(p), "\n")))
+	}
 	w.t.Logf("partita: %s", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }

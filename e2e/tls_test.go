@@ -496,3 +496,50 @@ func TestTLSServesHTTP1Only(t *testing.T) {
 		t.Errorf("GET over TLS with a client preferring HTTP/2: %s, %s, x-ms-request-id %q; want HTTP/1.1 from partita", resp.Proto, resp.Status, resp.Header.Get("x-ms-request-id"))
 	}
 }
+
+// TestTLSHandshakeFloodLogsLittle: net/http logs one line for each failed
+// TLS handshake, before anything is authenticated. 500 connections that
+// speak plain HTTP to the TLS port (or any garbage) made 500 log lines;
+// a client repeating that could fill the disk the log shares with the
+// data. Now a burst passes, then about one line a second, and the server
+// goes on serving.
+func TestTLSHandshakeFloodLogsLittle(t *testing.T) {
+	s, f := StartTLSServer(t)
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.logLines.Load()
+	start := time.Now()
+	for i := 0; i < 500; i++ {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		io.Copy(io.Discard, c) // the server's 400, then its close
+		c.Close()
+	}
+	// The server logs a failed handshake as it closes the connection;
+	// let the last lines come through the pipe.
+	time.Sleep(300 * time.Millisecond)
+	logged := s.logLines.Load() - before
+	if limit := int64(10 + time.Since(start).Seconds() + 5); logged > limit {
+		t.Fatalf("500 failed handshakes in %v made %d log lines; want at most %d (a burst of 10, then one a second)", time.Since(start).Round(time.Millisecond), logged, limit)
+	}
+	if logged == 0 {
+		t.Fatalf("500 failed handshakes made no log line at all; the first ones should be logged")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: f.CertPool()}}}
+	defer client.CloseIdleConnections()
+	resp, err := client.Get(s.Endpoint() + "/Tables")
+	if err != nil {
+		t.Fatalf("after the flood: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.Header.Get("x-ms-request-id") == "" {
+		t.Fatalf("after the flood: %s without x-ms-request-id; want partita's answer", resp.Status)
+	}
+}

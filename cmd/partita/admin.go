@@ -63,7 +63,7 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          httpErrorLog(log),
 	}
 	fx.onFatal(func() { srv.Close() })
 	go srv.Serve(limitConnections(ln, adminConnections))

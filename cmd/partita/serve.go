@@ -355,7 +355,8 @@ func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 		return fmt.Errorf("--pprof: %w", err)
 	}
 	fx.onFatal(func() { pl.Close() })
-	go http.Serve(limitConnections(pl, adminConnections), operatorOnly(mux, pl))
+	srv := &http.Server{Handler: operatorOnly(mux, pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
+	go srv.Serve(limitConnections(pl, adminConnections))
 	log.Info("pprof listening", "addr", pl.Addr().String())
 	return nil
 }
@@ -379,7 +380,7 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 		ReadHeaderTimeout: c.ReadHeaderTimeout,
 		IdleTimeout:       c.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          httpErrorLog(log),
 		Protocols:         http1Only(),
 	}
 	fx.onFatal(func() { srv.Close() })
