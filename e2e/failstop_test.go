@@ -506,3 +506,44 @@ func TestFailStopDiskStall(t *testing.T) {
 		t.Errorf("insert after the restart: %v", err)
 	}
 }
+
+// TestFailStopDataDirReplaced: an operator restores a backup into the
+// data directory's place (moves it away, puts another there) while
+// partita runs. Pebble creates its next files by path, so they would land
+// among the restored store's files of the same numbers. partita now stops
+// with its fatal line within a second, the new directory is untouched,
+// and the old one, started again, holds every acknowledged insert.
+func TestFailStopDataDirReplaced(t *testing.T) {
+	if E2EStore == "postgres" {
+		t.Skip("the Pebble engine's data directory")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	p := startProc(t, partitaBin, nil, true, "--data", data)
+	c := noRetryClient(t, p.endpoint(), "moved")
+	if _, err := c.CreateTable(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string][]string{}
+	for i := 0; i < 20; i++ {
+		rk := fmt.Sprintf("r%02d", i)
+		if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), nil); err != nil {
+			t.Fatal(err)
+		}
+		acked["p"] = append(acked["p"], rk)
+	}
+	if err := os.Rename(data, data+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wantFailStop(t, p, 5*time.Second)
+	if log := p.stderr(); !strings.Contains(log, "removed or replaced") {
+		t.Errorf("the fatal line does not say the directory was replaced:\n%s", log)
+	}
+	if names, _ := os.ReadDir(data); len(names) != 0 {
+		t.Errorf("the new data directory holds %d files of the running store", len(names))
+	}
+	s := StartServer(t, data+".old")
+	wantAcked(t, noRetryClient(t, s.Endpoint(), "moved"), acked)
+}

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -80,6 +82,11 @@ var ErrFatal = errors.New("pebblekv: fatal storage error")
 // the disk has not answered one operation within Options.MaxSyncDuration.
 var ErrDiskStalled = errors.New("the disk stopped answering")
 
+// ErrDirReplaced is wrapped by the error given to Options.OnFatal when
+// the data directory (or the WAL's) is removed, or replaced by another
+// one, while the store is open.
+var ErrDirReplaced = errors.New("the store's directory was removed or replaced while it was open")
+
 // ErrCorruption is wrapped by the error given to Options.OnFatal when a
 // read finds a block of the store that fails its checksum.
 var ErrCorruption = errors.New("on-disk corruption")
@@ -144,7 +151,8 @@ type DB struct {
 	closeMu sync.RWMutex // held shared by operations, exclusively by Close
 	closed  bool
 
-	dirs     []string // the data directory, and the WAL's when apart
+	dirs     []string      // the data directory, and the WAL's when apart
+	dirInfos []os.FileInfo // dirs as opened (checkDirs); nil: not watched
 	minFree  int64
 	lowSpace atomic.Bool
 	stop     chan struct{}
@@ -275,10 +283,51 @@ func Open(dir string, o *Options) (*DB, error) {
 	}
 	if d.minFree > 0 {
 		d.checkSpace()
+	}
+	if !o.ReadOnly && o.FS == nil {
+		d.dirInfos = statDirs(d.dirs)
+	}
+	if d.minFree > 0 || d.dirInfos != nil {
 		d.watching.Add(1)
-		go d.watchSpace()
+		go d.watch()
 	}
 	return d, nil
+}
+
+// statDirs returns what each of dirs is at open, for checkDirs; nil when
+// one cannot be read.
+func statDirs(dirs []string) []os.FileInfo {
+	infos := make([]os.FileInfo, len(dirs))
+	for i, dir := range dirs {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			return nil
+		}
+		infos[i] = fi
+	}
+	return infos
+}
+
+// checkDirs reports a directory of the store that is gone or is no
+// longer the directory the store opened. Pebble creates its next files
+// by path: into a directory restored from a backup while the server ran,
+// it would write its next log and tables among another store's files of
+// the same numbers, and its own files, open but unlinked, vanish at exit.
+// Only stopping at once keeps the new directory intact.
+func (d *DB) checkDirs() error {
+	for i, dir := range d.dirs {
+		fi, err := os.Stat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%w: %s is gone", ErrDirReplaced, dir)
+		case err != nil:
+			// Unreadable for now (a permission lost, a slow volume):
+			// the store's own operations report what matters.
+		case !os.SameFile(d.dirInfos[i], fi):
+			return fmt.Errorf("%w: %s is another directory than the one opened (moved away, restored or re-linked)", ErrDirReplaced, dir)
+		}
+	}
+	return nil
 }
 
 // space is what a file system has left (freeSpace).
@@ -316,7 +365,9 @@ func (d *DB) checkSpace() {
 	}
 }
 
-func (d *DB) watchSpace() {
+// watch samples the free space (with the guard on) and the directories'
+// identity every 250 ms.
+func (d *DB) watch() {
 	defer d.watching.Done()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -325,7 +376,17 @@ func (d *DB) watchSpace() {
 		case <-d.stop:
 			return
 		case <-t.C:
-			d.checkSpace()
+			if d.minFree > 0 {
+				d.checkSpace()
+			}
+			if d.dirInfos == nil {
+				continue
+			}
+			if err := d.checkDirs(); err != nil {
+				// stop never returns, and Close waits for this loop.
+				go d.fatal.stop(err)
+				return
+			}
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -583,5 +584,53 @@ func TestGetReportsValueReadErrors(t *testing.T) {
 		if !errors.Is(err, errorfs.ErrInjected) {
 			t.Errorf("Get of an unreadable value: %v, want the injected read error", err)
 		}
+	}
+}
+
+// TestDirectoryReplacedIsFatal: a data directory moved away and replaced
+// while the store is open (a backup restored in its place, a symlink
+// re-pointed), or removed, stops the store within a second, before its
+// next log or table lands among the new directory's files; Close still
+// returns.
+func TestDirectoryReplacedIsFatal(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		after func(dir string) error
+	}{
+		{"replaced", func(dir string) error {
+			if err := os.Rename(dir, dir+".old"); err != nil {
+				return err
+			}
+			return os.Mkdir(dir, 0o755)
+		}},
+		{"removed", os.RemoveAll},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			fatal := make(chan error, 1)
+			db, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, OnFatal: func(err error) { fatal <- err },
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.after(dir); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-fatal:
+				if !errors.Is(err, pebblekv.ErrFatal) || !errors.Is(err, pebblekv.ErrDirReplaced) || !strings.Contains(err.Error(), dir) {
+					t.Fatalf("OnFatal(%v); want ErrFatal and ErrDirReplaced naming %s", err, dir)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("the store's directory %s: no fatal error 2 s later", c.name)
+			}
+			if names, _ := os.ReadDir(dir); len(names) != 0 {
+				t.Errorf("the new directory holds %d files of the old store", len(names))
+			}
+		})
 	}
 }
