@@ -547,3 +547,50 @@ func TestFailStopDataDirReplaced(t *testing.T) {
 	s := StartServer(t, data+".old")
 	wantAcked(t, noRetryClient(t, s.Endpoint(), "moved"), acked)
 }
+
+// TestWALDirSharedIsRefused: two servers given one --wal-dir (a copied
+// service unit, say). Pebble locks only the data directory: both wrote
+// their 000004.log into it, over each other's, and after a kill and a
+// restart the first server held the second's table instead of its own
+// 300 acknowledged inserts, and the second held neither. A second server
+// on a WAL directory in use, or on another store's, now exits with status
+// 2 and says why, and the owner keeps every acknowledged insert.
+func TestWALDirSharedIsRefused(t *testing.T) {
+	if E2EStore == "postgres" {
+		t.Skip("the Pebble engine's write-ahead log")
+	}
+	base := t.TempDir()
+	wal := filepath.Join(base, "wal")
+	a := startProc(t, partitaBin, nil, true, "--data", filepath.Join(base, "a"), "--wal-dir", wal)
+	refused := func(why string) {
+		t.Helper()
+		b := startProc(t, partitaBin, nil, false, "--data", filepath.Join(base, "b"), "--wal-dir", wal)
+		code, ok := b.exited(20 * time.Second)
+		switch {
+		case !ok:
+			t.Fatalf("a second server on the WAL directory (%s) still runs after 20 s:\n%s", why, b.stderr())
+		case code != 2 || !strings.Contains(b.stderr(), why):
+			t.Fatalf("a second server on the WAL directory: status %d, log:\n%s\nwant status 2 and %q", code, b.stderr(), why)
+		}
+	}
+	// Before the first server writes: Pebble's own check (a new store
+	// finding logs to replay) does not see an empty log.
+	refused("is in use by another partita process")
+	c := noRetryClient(t, a.endpoint(), "owner")
+	if _, err := c.CreateTable(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string][]string{}
+	for i := 0; i < 50; i++ {
+		rk := fmt.Sprintf("r%02d", i)
+		if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), nil); err != nil {
+			t.Fatal(err)
+		}
+		acked["p"] = append(acked["p"], rk)
+	}
+	a.cmd.Process.Kill()
+	a.exited(10 * time.Second)
+	refused("belongs to another store")
+	s := StartServer(t, filepath.Join(base, "a"), "--wal-dir", wal)
+	wantAcked(t, noRetryClient(t, s.Endpoint(), "owner"), acked)
+}

@@ -161,6 +161,8 @@ type DB struct {
 	fatal   *fataler
 	watcher *stallWatch // the disk-stall monitor of Options.MaxSyncDuration
 	fs      vfs.FS      // Options.FS, unwrapped
+
+	walClaim *walClaim // the lock of Options.WALDir, when apart
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -246,8 +248,20 @@ func Open(dir string, o *Options) (*DB, error) {
 		cache.Unref()
 		return nil, err
 	}
+	var claim *walClaim
+	if o.WALDir != "" {
+		c, err := claimWALDir(fs, dir, o.WALDir, o.ReadOnly)
+		if err != nil {
+			cache.Unref()
+			return nil, err
+		}
+		claim = c
+	}
 	fatal.guardOff = o.MinFreeBytes < 0
 	db, err := openPebble(dir, po, fatal)
+	if err != nil && !errors.Is(err, errAbandoned) {
+		claim.release() // an abandoned Open may still use the directory
+	}
 	if !errors.Is(err, errAbandoned) {
 		// The DB holds its own reference. An Open left running may
 		// still take one: the cache then stays, for a process that is
@@ -263,14 +277,22 @@ func Open(dir string, o *Options) (*DB, error) {
 	if !o.ReadOnly {
 		if err := writeStoreVersion(po.FS, dir); err != nil {
 			db.Close()
+			claim.release()
 			return nil, err
+		}
+		if claim != nil {
+			if err := claim.finish(fs, dir, o.WALDir); err != nil {
+				db.Close()
+				claim.release()
+				return nil, err
+			}
 		}
 	}
 	wo := pebble.Sync
 	if o.NoSync {
 		wo = pebble.NoSync
 	}
-	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher, fs: fs}
+	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher, fs: fs, walClaim: claim}
 	opened = true
 	if o.WALDir != "" {
 		d.dirs = append(d.dirs, o.WALDir)
@@ -467,6 +489,7 @@ func (d *DB) Close() error {
 	close(d.stop)
 	d.watching.Wait()
 	err := d.db.Close()
+	d.walClaim.release()
 	d.watcher.Close()
 	if err != nil {
 		return fmt.Errorf("pebblekv: close: %w", err)

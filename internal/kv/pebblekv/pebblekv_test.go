@@ -634,3 +634,60 @@ func TestDirectoryReplacedIsFatal(t *testing.T) {
 		})
 	}
 }
+
+// TestWALDirIsTheStoresOwn: Pebble locks only the data directory, and two
+// stores given one WAL directory both wrote their "000004.log" there, over
+// each other's. A second store is now refused a WAL directory in use, and
+// a store is refused another store's WAL directory even when that store
+// is closed (it would replay the other's logs as its own); the owner
+// reopens with it, and each store is whole.
+func TestWALDirIsTheStoresOwn(t *testing.T) {
+	base := t.TempDir()
+	wal := filepath.Join(base, "wal")
+	open := func(name string) (*pebblekv.DB, error) {
+		return pebblekv.Open(filepath.Join(base, name), &pebblekv.Options{WALDir: wal, MinFreeBytes: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
+	a, err := open("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(db *pebblekv.DB, k string) error {
+		return db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte(k), []byte(k)) })
+	}
+	if err := set(a, "a1"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := open("b"); err == nil || !errors.Is(err, pebblekv.ErrInUse) || !strings.Contains(err.Error(), "WAL directory") {
+		if b != nil {
+			b.Close()
+		}
+		t.Fatalf("a second store on a WAL directory in use: Open = %v; want ErrInUse naming the WAL directory", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := open("b"); err == nil || !errors.Is(err, pebblekv.ErrWALDirOwned) {
+		if b != nil {
+			b.Close()
+		}
+		t.Fatalf("a new store on another store's WAL directory: Open = %v; want ErrWALDirOwned", err)
+	}
+	if names, _ := os.ReadDir(filepath.Join(base, "b")); len(names) != 0 {
+		t.Errorf("the refused store's data directory holds %d files", len(names))
+	}
+	a, err = open("a")
+	if err != nil {
+		t.Fatalf("the owner again: %v", err)
+	}
+	defer a.Close()
+	err = a.View(t.Context(), func(r kv.Reader) error {
+		v, err := r.Get([]byte("a1"))
+		if err == nil && string(v) != "a1" {
+			err = fmt.Errorf("a1 = %q", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("the owner's write: %v", err)
+	}
+}

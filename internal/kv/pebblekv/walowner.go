@@ -1,0 +1,122 @@
+package pebblekv
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// A write-ahead log directory apart from the data (Options.WALDir) is
+// Pebble's to fill, but Pebble locks only the data directory. Two stores
+// given one WAL directory both wrote "000004.log" there, each over the
+// other's, and a store opened on another store's WAL directory would
+// replay that store's logs as its own. So the WAL directory is locked
+// (walLockFile) for as long as a store uses it, and it records which
+// store it belongs to (walOwnerFile): the random identity that the data
+// directory keeps in storeIDFile.
+const (
+	storeIDFile  = "PARTITA-STORE-ID"
+	walLockFile  = "PARTITA-WAL-LOCK"
+	walOwnerFile = "PARTITA-WAL-OWNER"
+)
+
+// ErrWALDirOwned is wrapped by Open when the WAL directory belongs to
+// another store.
+var ErrWALDirOwned = errors.New("belongs to another store")
+
+// walClaim is a WAL directory locked for a store: the lock, and what Open
+// still has to record once Pebble holds the data directory's own lock.
+type walClaim struct {
+	lock   io.Closer
+	id     string // the data directory's store identity; "" when it has none yet
+	record bool   // the WAL directory does not name its store yet
+}
+
+func (c *walClaim) release() {
+	if c != nil && c.lock != nil {
+		c.lock.Close()
+		c.lock = nil
+	}
+}
+
+// claimWALDir locks walDir for the store in dir and checks that it is
+// this store's, or nobody's, before Pebble reads a log there.
+func claimWALDir(fsys vfs.FS, dir, walDir string, readOnly bool) (*walClaim, error) {
+	if !readOnly {
+		if err := fsys.MkdirAll(walDir, 0o755); err != nil {
+			return nil, fmt.Errorf("pebblekv: WAL directory: %w", err)
+		}
+	}
+	lock, err := fsys.Lock(fsys.PathJoin(walDir, walLockFile))
+	// Another process's lock is EAGAIN; Pebble's file system refuses a
+	// lock its own process holds with an error of its own.
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || err != nil && strings.Contains(err.Error(), "held by current process") {
+		return nil, fmt.Errorf("pebblekv: WAL directory %s is %w (%v)", walDir, ErrInUse, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblekv: lock the WAL directory: %w", err)
+	}
+	c := &walClaim{lock: lock}
+	id, err := readSmallFile(fsys, fsys.PathJoin(dir, storeIDFile))
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	owner, err := readSmallFile(fsys, fsys.PathJoin(walDir, walOwnerFile))
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	if owner != "" && owner != id {
+		c.release()
+		return nil, fmt.Errorf("pebblekv: WAL directory %s %w (%s), not to the one in %s: give each store a WAL directory of its own", walDir, ErrWALDirOwned, owner, dir)
+	}
+	c.id, c.record = id, owner == ""
+	return c, nil
+}
+
+// finish records, once Pebble holds the data directory's lock, the store's
+// identity (new when it has none) and the WAL directory's owner.
+func (c *walClaim) finish(fsys vfs.FS, dir, walDir string) error {
+	if c.id == "" {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		c.id = hex.EncodeToString(b[:])
+		if err := replaceFile(fsys, dir, fsys.PathJoin(dir, storeIDFile), []byte(c.id+"\n")); err != nil {
+			return fmt.Errorf("pebblekv: write the store's identity: %w", err)
+		}
+	}
+	if c.record {
+		if err := replaceFile(fsys, walDir, fsys.PathJoin(walDir, walOwnerFile), []byte(c.id+"\n")); err != nil {
+			return fmt.Errorf("pebblekv: record the WAL directory's store: %w", err)
+		}
+		c.record = false
+	}
+	return nil
+}
+
+// readSmallFile returns the first line of name, "" when it does not exist.
+func readSmallFile(fsys vfs.FS, name string) (string, error) {
+	f, err := fsys.Open(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("pebblekv: read %s: %w", name, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 256))
+	if err != nil {
+		return "", fmt.Errorf("pebblekv: read %s: %w", name, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
