@@ -76,7 +76,12 @@ func claimWALDir(fsys vfs.FS, dir, walDir string, readOnly bool) (*walClaim, err
 	}
 	if owner != "" && owner != id {
 		c.release()
-		return nil, fmt.Errorf("pebblekv: WAL directory %s %w (%s), not to the one in %s: give each store a WAL directory of its own", walDir, ErrWALDirOwned, owner, dir)
+		if id == "" {
+			// A new store, or one whose identity file was lost.
+			return nil, fmt.Errorf("pebblekv: WAL directory %s %w (%s), and %s has no store identity (%s): give each store a WAL directory of its own, or, if the log there is this store's and only its identity file was lost, remove %s",
+				walDir, ErrWALDirOwned, owner, dir, storeIDFile, fsys.PathJoin(walDir, walOwnerFile))
+		}
+		return nil, fmt.Errorf("pebblekv: WAL directory %s %w (%s), not to the one in %s (%s): give each store a WAL directory of its own", walDir, ErrWALDirOwned, owner, dir, id)
 	}
 	c.id, c.record = id, owner == ""
 	return c, nil
