@@ -3,6 +3,8 @@ package pebblekv
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +27,13 @@ var _ kv.Checkpointer = (*DB)(nil)
 // in dir, and its OPTIONS file is rewritten to say so, or Pebble would
 // refuse to open it without the original log directory. dir must not
 // exist.
+//
+// The image is built under a hidden name beside dir (".NAME.partial-…")
+// and renamed to dir only once it is whole and synced: a server killed,
+// or a disk that fills, in the middle of a backup left a directory under
+// the backup's own name that Pebble opened as a store (an empty one when
+// the copy stopped before its MANIFEST), so a restore from it lost data
+// without a word. A leftover ".partial" directory is safe to delete.
 func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 	if err := d.enter(); err != nil {
 		return err
@@ -33,25 +42,53 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	dir = filepath.Clean(dir)
+	var suffix [6]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return err
+	}
+	tmp := d.fs.PathJoin(d.fs.PathDir(dir), "."+d.fs.PathBase(dir)+".partial-"+hex.EncodeToString(suffix[:]))
 	// The checkpoint's files go through the store's file system, and so
 	// past its stall watch; a destination that hangs is not the store's.
+	defer d.watcher.elsewhere(tmp)()
 	defer d.watcher.elsewhere(dir)()
-	if err := d.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+	fail := func(err error) error {
+		d.fs.RemoveAll(tmp)
 		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
 	}
+	if err := d.db.Checkpoint(tmp, pebble.WithFlushedWAL()); err != nil {
+		return fail(err)
+	}
 	if len(d.dirs) > 1 {
-		if err := clearWALDir(dir); err != nil {
-			os.RemoveAll(dir)
-			return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
+		if err := clearWALDir(tmp); err != nil {
+			return fail(err)
 		}
 	}
 	// The backup is a data directory of this store version: record it, so
 	// that a later partita reads it as what it is.
-	if err := writeStoreVersion(d.fs, dir); err != nil {
-		os.RemoveAll(dir)
+	if err := writeStoreVersion(d.fs, tmp); err != nil {
+		return fail(err)
+	}
+	if err := d.fs.Rename(tmp, dir); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(d.fs, d.fs.PathDir(dir)); err != nil {
 		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
 	}
 	return nil
+}
+
+// syncDir syncs the directory dir, so that a rename in it lasts.
+func syncDir(fsys vfs.FS, dir string) error {
+	f, err := fsys.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // clearWALDir empties the wal_dir option of the OPTIONS files in dir,

@@ -57,6 +57,9 @@ func WALFile(f vfs.File, ahead bool) vfs.File {
 	return w
 }
 
+// StoreFS returns the file system a store was opened on (Options.FS).
+func StoreFS(d *DB) vfs.FS { return d.fs }
+
 // IterStats returns the Pebble statistics of an iterator of this engine.
 func IterStats(it interface{ Close() error }) pebble.IteratorStats {
 	return it.(*iter).Stats()

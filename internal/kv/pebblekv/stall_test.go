@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,7 +274,9 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 func TestStalledCheckpointIsNotFatal(t *testing.T) {
 	release := make(chan struct{})
 	stall := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if strings.HasPrefix(op.Path, "backup") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+		// The image is built under ".backup.partial-…", then renamed. It
+		// stalls at its first file's data, once its directory exists.
+		if strings.Contains(op.Path, "backup") && op.Kind == errorfs.OpFileWrite {
 			<-release
 		}
 		return nil
@@ -290,9 +294,29 @@ func TestStalledCheckpointIsNotFatal(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	})
+	// Half written, the image is not under the backup's name: a server
+	// killed now would leave nothing there that opens as a store.
+	if _, err := pebblekv.StoreFS(db).Stat("backup"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the backup's own name during the copy: Stat = %v; want it absent until the image is whole", err)
+	}
 	close(release)
 	if err := <-backup; err != nil {
 		t.Fatalf("the checkpoint, once its destination answered: %v", err)
+	}
+	names, err := pebblekv.StoreFS(db).List("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, "backup") {
+		t.Fatalf("the listing beside the backup does not show it: %v", names)
+	}
+	for _, name := range names {
+		if strings.Contains(name, "partial") {
+			t.Errorf("%s is left beside the finished backup", name)
+		}
+	}
+	if _, err := pebblekv.StoreFS(db).Stat("backup/" + pebblekv.StoreVersionFile); err != nil {
+		t.Errorf("the finished backup: %v", err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
