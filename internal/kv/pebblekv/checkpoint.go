@@ -31,8 +31,9 @@ var _ kv.Checkpointer = (*DB)(nil)
 // The image is built under a hidden name beside dir (".NAME.partial-…")
 // and renamed to dir only once it is whole and synced: a server killed,
 // or a disk that fills, in the middle of a backup left a directory under
-// the backup's own name that Pebble opened as a store (an empty one when
-// the copy stopped before its MANIFEST), so a restore from it lost data
+// the backup's own name that Pebble opened as a store without what the
+// copy had not reached (empty before the MANIFEST, without the writes
+// since the last flush before the log), so a restore from it lost data
 // without a word. A leftover ".partial" directory is safe to delete.
 func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 	if err := d.enter(); err != nil {
