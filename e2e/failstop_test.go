@@ -485,7 +485,15 @@ func TestFailStopDiskStall(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("the insert on the frozen disk still waits after 15 s:\n%s", p.stderr())
 	}
-	if !strings.Contains(p.stderr(), fatalLine) || !strings.Contains(p.stderr(), "the disk stopped answering") {
+	// The line is logged before the connections close, but it reaches
+	// p.stderr through a pipe that os/exec copies on its own goroutine.
+	named := func() bool {
+		return strings.Contains(p.stderr(), fatalLine) && strings.Contains(p.stderr(), "the disk stopped answering")
+	}
+	for deadline := time.Now().Add(2 * time.Second); !named() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !named() {
 		t.Errorf("no fatal line naming the stalled disk:\n%s", p.stderr())
 	}
 	addr := strings.TrimPrefix(p.URL, "http://")
