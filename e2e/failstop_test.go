@@ -527,18 +527,7 @@ func TestFailStopDataDirReplaced(t *testing.T) {
 	}
 	data := filepath.Join(t.TempDir(), "data")
 	p := startProc(t, partitaBin, nil, true, "--data", data)
-	c := noRetryClient(t, p.endpoint(), "moved")
-	if _, err := c.CreateTable(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	acked := map[string][]string{}
-	for i := 0; i < 20; i++ {
-		rk := fmt.Sprintf("r%02d", i)
-		if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), nil); err != nil {
-			t.Fatal(err)
-		}
-		acked["p"] = append(acked["p"], rk)
-	}
+	acked := insertSome(t, p.endpoint(), "moved", 20)
 	if err := os.Rename(data, data+".old"); err != nil {
 		t.Fatal(err)
 	}
@@ -584,21 +573,30 @@ func TestWALDirSharedIsRefused(t *testing.T) {
 	// Before the first server writes: Pebble's own check (a new store
 	// finding logs to replay) does not see an empty log.
 	refused("is in use by another partita process")
-	c := noRetryClient(t, a.endpoint(), "owner")
+	acked := insertSome(t, a.endpoint(), "owner", 50)
+	a.cmd.Process.Kill()
+	a.exited(10 * time.Second)
+	refused("belongs to another store")
+	s := StartServer(t, filepath.Join(base, "a"), "--wal-dir", wal)
+	wantAcked(t, noRetryClient(t, s.Endpoint(), "owner"), acked)
+}
+
+// insertSome creates table at endpoint and inserts n small entities into
+// partition "p", each acknowledged, and returns their keys as wantAcked
+// takes them.
+func insertSome(t *testing.T, endpoint, table string, n int) map[string][]string {
+	t.Helper()
+	c := noRetryClient(t, endpoint, table)
 	if _, err := c.CreateTable(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	acked := map[string][]string{}
-	for i := 0; i < 50; i++ {
+	for i := 0; i < n; i++ {
 		rk := fmt.Sprintf("r%02d", i)
 		if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": rk}), nil); err != nil {
 			t.Fatal(err)
 		}
 		acked["p"] = append(acked["p"], rk)
 	}
-	a.cmd.Process.Kill()
-	a.exited(10 * time.Second)
-	refused("belongs to another store")
-	s := StartServer(t, filepath.Join(base, "a"), "--wal-dir", wal)
-	wantAcked(t, noRetryClient(t, s.Endpoint(), "owner"), acked)
+	return acked
 }

@@ -294,33 +294,49 @@ func TestWALDir(t *testing.T) {
 	wantValue(t, db, "k", "v")
 }
 
-// TestWALDirLowSpace: the free-space guard watches the WAL's directory as
-// well as the data directory, since Pebble dies when either fills. The WAL
-// is on a small tmpfs that a filler leaves almost full; the data
-// directory has room.
-func TestWALDirLowSpace(t *testing.T) {
+// mountTmpfs mounts a tmpfs with options opts for the test, or skips it
+// where mounting is not allowed (not root), saying so.
+func mountTmpfs(t *testing.T, opts string) string {
+	t.Helper()
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); WAL low-space test skipped", err, strings.TrimSpace(string(out)))
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); %s skipped", err, strings.TrimSpace(string(out)), t.Name())
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-	db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{WALDir: filepath.Join(mnt, "wal"), MemTableSize: 1 << 20, MinFreeBytes: 6 << 20})
+	return mnt
+}
+
+// guardedStore opens a store in dir with o for the disk guard's tests
+// and returns a write of one key, which it checks succeeds at first.
+func guardedStore(t *testing.T, dir string, o *pebblekv.Options) (set func() error) {
+	t.Helper()
+	db, err := pebblekv.Open(dir, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	set := func() error {
+	t.Cleanup(func() { db.Close() })
+	set = func() error {
 		return db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) })
 	}
 	if err := set(); err != nil {
 		t.Fatalf("with room: %v", err)
 	}
+	return set
+}
+
+// TestWALDirLowSpace: the free-space guard watches the WAL's directory as
+// well as the data directory, since Pebble dies when either fills. The WAL
+// is on a small tmpfs that a filler leaves almost full; the data
+// directory has room.
+func TestWALDirLowSpace(t *testing.T) {
+	mnt := mountTmpfs(t, "size=16m")
+	set := guardedStore(t, t.TempDir(), &pebblekv.Options{WALDir: filepath.Join(mnt, "wal"), MemTableSize: 1 << 20, MinFreeBytes: 6 << 20})
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, make([]byte, 12<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for err = set(); err == nil && time.Now().Before(deadline); err = set() {
+	err := set()
+	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); err = set() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !errors.Is(err, pebblekv.ErrLowDiskSpace) || !errors.Is(err, kv.ErrUnavailable) {

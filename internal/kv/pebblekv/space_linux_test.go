@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -24,22 +22,8 @@ import (
 // guard's 50 (an eighth of 400): writes are refused as on a full disk,
 // and resume once the fillers are gone.
 func TestFewFreeFiles(t *testing.T) {
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256m,nr_inodes=400", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("NOTICE: cannot mount a tmpfs here (%v: %s); inode guard test skipped", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
-	db, err := pebblekv.Open(filepath.Join(mnt, "db"), &pebblekv.Options{MinFreeBytes: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	set := func() error {
-		return db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) })
-	}
-	if err := set(); err != nil {
-		t.Fatalf("with room: %v", err)
-	}
+	mnt := mountTmpfs(t, "size=256m,nr_inodes=400")
+	set := guardedStore(t, filepath.Join(mnt, "db"), &pebblekv.Options{MinFreeBytes: 1 << 20})
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(mnt, &st); err != nil {
 		t.Fatal(err)
@@ -55,8 +39,8 @@ func TestFewFreeFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for err = set(); err == nil && time.Now().Before(deadline); err = set() {
+	err := set()
+	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); err = set() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if !errors.Is(err, pebblekv.ErrLowDiskSpace) || !errors.Is(err, kv.ErrUnavailable) {
