@@ -49,10 +49,11 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 		return err
 	}
 	tmp := d.fs.PathJoin(d.fs.PathDir(dir), "."+d.fs.PathBase(dir)+".partial-"+hex.EncodeToString(suffix[:]))
-	// The checkpoint's files go through the store's file system, and so
+	// Pebble writes the image through the store's file system, and so
 	// past its stall watch; a destination that hangs is not the store's.
+	// The version file, the rename and the directory's sync below go
+	// through d.fs, which the watch does not wrap.
 	defer d.watcher.elsewhere(tmp)()
-	defer d.watcher.elsewhere(dir)()
 	fail := func(err error) error {
 		d.fs.RemoveAll(tmp)
 		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
@@ -77,19 +78,6 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 		return fmt.Errorf("pebblekv: checkpoint into %s: %w", dir, err)
 	}
 	return nil
-}
-
-// syncDir syncs the directory dir, so that a rename in it lasts.
-func syncDir(fsys vfs.FS, dir string) error {
-	f, err := fsys.OpenDir(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // clearWALDir empties the wal_dir option of the OPTIONS files in dir,

@@ -45,15 +45,10 @@ var ErrNewerStore = errors.New("pebblekv: data directory written by a newer part
 // newer than StoreVersion. A directory without the file is new, or was
 // written before the file existed (version 1).
 func checkStoreVersion(fsys vfs.FS, dir string) error {
-	f, err := fsys.Open(fsys.PathJoin(dir, StoreVersionFile))
+	b, err := readSmallFile(fsys, fsys.PathJoin(dir, StoreVersionFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("pebblekv: read store version: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 256))
 	if err != nil {
 		return fmt.Errorf("pebblekv: read store version: %w", err)
 	}
@@ -75,12 +70,8 @@ func checkStoreVersion(fsys vfs.FS, dir string) error {
 func writeStoreVersion(fsys vfs.FS, dir string) error {
 	name := fsys.PathJoin(dir, StoreVersionFile)
 	want := versionPrefix + strconv.Itoa(StoreVersion) + "\n"
-	if f, err := fsys.Open(name); err == nil {
-		b, err := io.ReadAll(io.LimitReader(f, 256))
-		f.Close()
-		if err == nil && string(b) == want {
-			return nil
-		}
+	if b, err := readSmallFile(fsys, name); err == nil && string(b) == want {
+		return nil
 	}
 	if err := replaceFile(fsys, dir, name, []byte(want)); err != nil {
 		return fmt.Errorf("pebblekv: write store version: %w", err)
@@ -110,11 +101,30 @@ func replaceFile(fsys vfs.FS, dir, name string, data []byte) error {
 		fsys.Remove(tmp)
 		return err
 	}
-	d, err := fsys.OpenDir(dir)
+	return syncDir(fsys, dir)
+}
+
+// syncDir syncs the directory dir, so that a rename in it lasts.
+func syncDir(fsys vfs.FS, dir string) error {
+	f, err := fsys.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	d.Close()
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	return err
+}
+
+// readSmallFile returns the first 256 bytes of the file name: the
+// store's own small files (version, identity, WAL owner). A missing file
+// is an error that wraps fs.ErrNotExist.
+func readSmallFile(fsys vfs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, 256))
 }

@@ -64,12 +64,12 @@ func claimWALDir(fsys vfs.FS, dir, walDir string, readOnly bool) (*walClaim, err
 		return nil, fmt.Errorf("pebblekv: lock the WAL directory: %w", err)
 	}
 	c := &walClaim{lock: lock}
-	id, err := readSmallFile(fsys, fsys.PathJoin(dir, storeIDFile))
+	id, err := readLine(fsys, fsys.PathJoin(dir, storeIDFile))
 	if err != nil {
 		c.release()
 		return nil, err
 	}
-	owner, err := readSmallFile(fsys, fsys.PathJoin(walDir, walOwnerFile))
+	owner, err := readLine(fsys, fsys.PathJoin(walDir, walOwnerFile))
 	if err != nil {
 		c.release()
 		return nil, err
@@ -109,17 +109,13 @@ func (c *walClaim) finish(fsys vfs.FS, dir, walDir string) error {
 	return nil
 }
 
-// readSmallFile returns the first line of name, "" when it does not exist.
-func readSmallFile(fsys vfs.FS, name string) (string, error) {
-	f, err := fsys.Open(name)
+// readLine returns the first line of the small file name, "" when it
+// does not exist.
+func readLine(fsys vfs.FS, name string) (string, error) {
+	b, err := readSmallFile(fsys, name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("pebblekv: read %s: %w", name, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 256))
 	if err != nil {
 		return "", fmt.Errorf("pebblekv: read %s: %w", name, err)
 	}
