@@ -303,12 +303,13 @@ type walFile struct {
 	// been given (by zeros, or by a recycled log's old bytes). ahead is
 	// cleared by the first failed extension: the extension is an
 	// optimization, and a real want of space fails Pebble's own write.
-	mu       sync.Mutex
+	// No lock: Pebble's log writer writes a log from one goroutine at a
+	// time (its flush loop, then Close once the loop has ended).
 	off, end int64
 	ahead    bool
 }
 
-// extend zeroes the file past need (f.mu held).
+// extend zeroes the file past need.
 func (f *walFile) extend(need int64) {
 	for f.ahead && f.end < need+walAhead/2 {
 		n, err := f.File.WriteAt(walZeros, f.end)
@@ -320,24 +321,20 @@ func (f *walFile) extend(need int64) {
 }
 
 func (f *walFile) Write(p []byte) (int, error) {
-	f.mu.Lock()
 	if f.ahead && f.off+int64(len(p)) > f.end {
 		f.extend(f.off + int64(len(p)))
 	}
 	n, err := f.File.Write(p)
 	f.off += int64(n)
-	f.mu.Unlock()
 	f.fatal.walError(err)
 	return n, err
 }
 
 func (f *walFile) WriteAt(p []byte, off int64) (int, error) {
-	f.mu.Lock()
 	// Pebble writes its logs in order; a positioned write only stops the
 	// zeroing, which must never land on bytes written here.
 	f.ahead = false
 	n, err := f.File.WriteAt(p, off)
-	f.mu.Unlock()
 	f.fatal.walError(err)
 	return n, err
 }
