@@ -314,8 +314,10 @@ func (s *fileSink) ensure(table string) error {
 
 // close ends the files: with ok (the copy succeeded) each is flushed and
 // synced, and once all are, renamed to its name and the directories
-// synced; otherwise, or when any of that fails, the temporary files are
-// removed and no file takes its name.
+// synced; otherwise, or when a flush or sync fails, the temporary files
+// are removed and no file takes its name. The renames of a folder's files
+// are one at a time: should one fail (the disk gone between two), the
+// files renamed before it keep their names, each of them whole.
 func (s *fileSink) close(ok bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
