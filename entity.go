@@ -269,6 +269,10 @@ func ValidKeyChars(s string) bool {
 	return true
 }
 
+// StorableKey reports whether s can be a stored PartitionKey or RowKey:
+// allowed characters, valid UTF-8, and not over MaxKeyUnits.
+func StorableKey(s string) bool { return ValidKeyChars(s) && utf16Len(s) <= MaxKeyUnits }
+
 // ValidateKey checks a PartitionKey or RowKey (name says which) from a
 // request body.
 func ValidateKey(name, value string) error {

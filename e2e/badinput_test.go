@@ -55,6 +55,23 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"unterminated key path", "GET", tbl + "(PartitionKey='a',RowKey='b'", "", nil, 400, "InvalidInput"},
 		{"unknown key name", "GET", tbl + "(Foo='a',RowKey='b')", "", nil, 400, "InvalidInput"},
 		{"malformed etag", "PUT", ent("p", "r"), `{"A":1}`, map[string]string{"If-Match": "nope"}, 400, "InvalidInput"},
+		// If-None-Match is refused on updates and deletes, not ignored: a
+		// PUT "only if absent" was an upsert, a DELETE deleted.
+		{"if-none-match on put", "PUT", ent("p", "r"), `{"A":1}`, map[string]string{"If-None-Match": "*"}, 400, "InvalidInput"},
+		{"if-none-match on merge", "MERGE", ent("p", "r"), `{"A":1}`, map[string]string{"If-None-Match": "*"}, 400, "InvalidInput"},
+		{"if-none-match and if-match on put", "PUT", ent("p", "r"), `{"A":1}`, map[string]string{"If-None-Match": "*", "If-Match": "*"}, 400, "InvalidInput"},
+		{"if-none-match on delete", "DELETE", ent("p", "r"), "", map[string]string{"If-None-Match": "*", "If-Match": "*"}, 400, "InvalidInput"},
+		// A key in the URL longer than a key can be is not found, as with
+		// characters a key cannot hold; an upsert reports it from the body.
+		{"long key on update", "PUT", ent(strings.Repeat("k", 513), "r"), `{"A":1}`, map[string]string{"If-Match": "*"}, 404, "ResourceNotFound"},
+		{"long key on merge", "MERGE", ent("p", strings.Repeat("k", 513)), `{"A":1}`, map[string]string{"If-Match": "*"}, 404, "ResourceNotFound"},
+		// Control characters in a key in the URL are refused (the service's
+		// HTTP front end: 400), not looked up.
+		{"control character in key path", "GET", ent("a%01b", "r"), "", nil, 400, "InvalidInput"},
+		{"NUL in key path", "DELETE", ent("p", "%00"), "", map[string]string{"If-Match": "*"}, 400, "InvalidInput"},
+		{"DEL in key path", "PUT", ent("a%7Fb", "r"), `{"A":1}`, map[string]string{"If-Match": "*"}, 400, "InvalidInput"},
+		{"C1 U+0081 in key path", "GET", ent("p", "a%C2%81"), "", nil, 400, "InvalidInput"},
+		{"C1 U+0085 in key path", "GET", ent("p", "a%C2%85"), "", nil, 404, "ResourceNotFound"},
 		{"wellformed foreign etag", "PUT", ent("p", "r"), `{"A":1}`, map[string]string{"If-Match": `W/"abc"`}, 404, "ResourceNotFound"},
 		{"malformed continuation", "GET", tbl + "()?NextPartitionKey=%25%25&NextRowKey=x", "", nil, 400, "InvalidInput"},
 		{"top negative", "GET", tbl + "()?$top=-1", "", nil, 400, "InvalidInput"}, // $top=0 is valid: no entities (e2e/wire_test.go)
@@ -94,6 +111,14 @@ func TestBadInputCatalogue(t *testing.T) {
 				t.Errorf("%s with %U: %d %s, want 400 OutOfRangeInput", field, r, st, h.Get("x-ms-error-code"))
 			}
 		}
+	}
+	// If-None-Match on an update inside a batch: the operation's 400.
+	batch := "--batch_n\r\nContent-Type: multipart/mixed; boundary=changeset_n\r\n\r\n" +
+		"--changeset_n\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
+		"PUT " + s.URL + ent("p", "r") + " HTTP/1.1\r\nIf-None-Match: *\r\nContent-Type: application/json\r\n\r\n{\"A\":1}\r\n" +
+		"--changeset_n--\r\n--batch_n--\r\n"
+	if st, _, body := rawDo(t, s, "POST", "/"+devAccount+"/$batch", batch, map[string]string{"Content-Type": "multipart/mixed; boundary=batch_n"}); st != 202 || !strings.Contains(body, "HTTP/1.1 400") || !strings.Contains(body, `"InvalidInput"`) {
+		t.Errorf("batch PUT with If-None-Match: %d %.300s", st, body)
 	}
 	// Nothing was written.
 	if n := count(t, c); n != 0 {

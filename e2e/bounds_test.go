@@ -220,10 +220,15 @@ func TestSelectRepeatedProperty(t *testing.T) {
 	s := StartServer(t, "")
 	c := newTable(t, serviceClient(t, s))
 	tbl := "/" + devAccount + "/" + tableNames[c]
-	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r", "v": 1, "w": "x"}), nil); err != nil {
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r", "v": 1, "w": "x", "L@odata.type": "Edm.Int64", "L": "5"}), nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{
+		// Annotation and metadata names are not properties: no null
+		// beside (or instead of) the real member of that name.
+		tbl + "()?$select=L,L@odata.type,odata.etag",
+		tbl + "(PartitionKey='p',RowKey='r')?$select=L,L@odata.type,odata.etag,odata.metadata",
+		tbl + "()?$select=L,odata.metadata,odata.type,odata.id,odata.editLink,odata.etag&$format=" + url.QueryEscape("application/json;odata=fullmetadata"),
 		tbl + "(PartitionKey='p',RowKey='r')?$select=v,v,v",
 		tbl + "()?$select=v,w,v,RowKey,RowKey",
 		tbl + "()?$select=v,v&$format=" + url.QueryEscape("application/json;odata=fullmetadata"),
@@ -293,6 +298,36 @@ func TestErrorBodyInvalidUTF8(t *testing.T) {
 	}
 	if !utf8.ValidString(body) || !json.Valid([]byte(body)) {
 		t.Errorf("error body is not valid UTF-8 JSON: %q", body)
+	}
+	// $select names are echoed (as members, and in odata.metadata): the
+	// response stays UTF-8 whatever bytes they decode to.
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{
+		"/" + devAccount + "/" + tableNames[c] + "()?$select=%FF%FE",
+		"/" + devAccount + "/" + tableNames[c] + "(PartitionKey='p',RowKey='r')?$select=RowKey,%FF",
+	} {
+		st, _, body = rawDo(t, s, "GET", path, "", nil)
+		if st != 200 || !utf8.ValidString(body) || !json.Valid([]byte(body)) {
+			t.Errorf("GET %s: %d, body not valid UTF-8 JSON: %q", path, st, body)
+		}
+	}
+}
+
+// TestQuerySemicolon: a ';' in the query string is part of a value, as the
+// service reads it ($format as its documentation writes it), not an error.
+func TestQuerySemicolon(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	tbl := "/" + devAccount + "/" + tableNames[c]
+	st, _, body := rawDo(t, s, "POST", tbl+"?$format=application/json;odata=nometadata", `{"PartitionKey":"p","RowKey":"a;b","S":"x;y"}`, nil)
+	if st != 201 || strings.Contains(body, "odata.") {
+		t.Fatalf("insert with $format=application/json;odata=nometadata: %d %s", st, body)
+	}
+	st, _, body = rawDo(t, s, "GET", tbl+"()?$filter=S%20eq%20'x;y'&$format=application/json;odata=nometadata", "", nil)
+	if st != 200 || !strings.Contains(body, `"RowKey":"a;b"`) || strings.Contains(body, "odata.") {
+		t.Errorf("query with ';' in $filter and $format: %d %s", st, body)
 	}
 }
 

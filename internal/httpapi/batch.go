@@ -3,7 +3,6 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -252,7 +251,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	if err != nil {
 		return o, err
 	}
-	q, _ := url.ParseQuery(rawQuery)
+	q, _ := parseQuery(rawQuery)
 	o.meta = rc.meta
 	if q.Get("$format") != "" {
 		o.meta, _ = negotiate("", q)
@@ -286,6 +285,9 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		}
 		o.op = partita.Op{Kind: partita.OpInsert, Entity: e}
 	case res.kind == resEntity && (method == http.MethodPut || method == http.MethodPatch || method == "MERGE"):
+		if err := refuseIfNoneMatch(sr.Header); err != nil {
+			return o, err
+		}
 		e, _, _, err := decodeBody()
 		if err != nil {
 			return o, err
@@ -293,6 +295,9 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		e.PartitionKey, e.RowKey = res.key.PartitionKey, res.key.RowKey
 		o.op = partita.Op{Kind: writeKind(method != http.MethodPut, cond), Entity: e, If: cond}
 	case res.kind == resEntity && method == http.MethodDelete:
+		if err := refuseIfNoneMatch(sr.Header); err != nil {
+			return o, err
+		}
 		if cond.Kind == partita.Unconditional {
 			cond.Kind = partita.IfExists
 		}
@@ -326,7 +331,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	if err := rc.authorizeKey(res.key); err != nil {
 		return err
 	}
-	q, _ := url.ParseQuery(rawQuery)
+	q, _ := parseQuery(rawQuery)
 	meta, _ := negotiate(sr.Header.Get("Accept"), q)
 	var resp changeset.Response
 	e, err := s.store.GetEntity(rc.ctx, rc.account, res.table, res.key)

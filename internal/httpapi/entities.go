@@ -34,6 +34,16 @@ func parseIfMatch(h http.Header) (partita.Condition, error) {
 	return partita.Condition{Kind: partita.IfETag, Ticks: ticks}, nil
 }
 
+// refuseIfNoneMatch: the service takes no If-None-Match on an update or a
+// delete (400 InvalidInput), rather than ignoring a condition the client
+// relies on ("only if absent" would otherwise overwrite or delete).
+func refuseIfNoneMatch(h http.Header) error {
+	if _, ok := h["If-None-Match"]; ok {
+		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	return nil
+}
+
 // writeKind is the operation a PUT (replace) or MERGE/PATCH (merge)
 // performs: without If-Match it is an upsert (docs/COMPATIBILITY.md §6).
 func writeKind(merge bool, cond partita.Condition) partita.OpKind {
@@ -102,6 +112,9 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	if err != nil {
 		return err
 	}
+	if err := refuseIfNoneMatch(r.Header); err != nil {
+		return err
+	}
 	// The operation, hence the permission it needs, follows from the
 	// method and If-Match alone: a denied request is refused before its
 	// body is read.
@@ -124,7 +137,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	// The URL's keys win over the body's (docs/COMPATIBILITY.md §5).
 	e.PartitionKey, e.RowKey = key.PartitionKey, key.RowKey
 	op := partita.Op{Kind: kind, Entity: e, If: cond}
-	badKey := !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey)
+	badKey := !partita.StorableKey(key.PartitionKey) || !partita.StorableKey(key.RowKey)
 	if badKey && cond.Kind != partita.Unconditional {
 		// An update of a key that cannot exist finds nothing; an upsert
 		// reports the key as the body validation does.
@@ -151,10 +164,13 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 	if err != nil {
 		return err
 	}
+	if err := refuseIfNoneMatch(r.Header); err != nil {
+		return err
+	}
 	if cond.Kind == partita.Unconditional {
 		cond.Kind = partita.IfExists // every SDK sends '*'; treat a missing If-Match the same
 	}
-	if !partita.ValidKeyChars(key.PartitionKey) || !partita.ValidKeyChars(key.RowKey) {
+	if !partita.StorableKey(key.PartitionKey) || !partita.StorableKey(key.RowKey) {
 		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 	}
 	e := &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}

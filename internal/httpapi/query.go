@@ -97,7 +97,9 @@ func parseTop(q url.Values) (top int, zero bool, err error) {
 // twice is selected once (in the place of its first mention), so a response
 // never repeats a JSON member.
 func parseSelect(q url.Values) ([]string, error) {
-	v := strings.TrimSpace(q.Get("$select"))
+	// Invalid UTF-8 decodes to U+FFFD, as in $filter: the names are echoed
+	// in the JSON of the response.
+	v := strings.ToValidUTF8(strings.TrimSpace(q.Get("$select")), "\uFFFD")
 	if v == "" || v == "*" {
 		return nil, nil
 	}

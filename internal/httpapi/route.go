@@ -199,9 +199,33 @@ func readLiteral(s string) (string, string, bool) {
 func (rc *reqCtx) resourceOf() (resource, error) {
 	if !rc.hasParsed {
 		rc.parsed, rc.parsedErr = parseResource(rc.resource)
+		if rc.parsedErr == nil && rc.parsed.kind == resEntity &&
+			(urlRejects(rc.parsed.key.PartitionKey) || urlRejects(rc.parsed.key.RowKey)) {
+			rc.parsedErr = partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+		}
 		rc.hasParsed = true
 	}
 	return rc.parsed, rc.parsedErr
+}
+
+// urlRejects reports whether s holds a character that the service's HTTP
+// front end (HTTP.sys) refuses in a URL path, percent-encoded or not, with
+// 400 before storage sees the request: C0 controls, DEL, and the C1
+// characters U+0081, U+008D, U+008F, U+0090 and U+009D (docs/COMPATIBILITY.md
+// §2). Other keys that cannot exist are merely not found.
+func urlRejects(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c == 0x7f:
+			return true
+		case c == 0xc2 && i+1 < len(s):
+			switch s[i+1] {
+			case 0x81, 0x8d, 0x8f, 0x90, 0x9d:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // route dispatches on the resource and method.

@@ -336,6 +336,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// parseQuery decodes a query string. A ';' is a character of a value, as
+// the service reads it ($format=application/json;odata=nometadata written
+// as in its documentation), not a separator, which net/url refuses.
+func parseQuery(raw string) (url.Values, error) {
+	if strings.IndexByte(raw, ';') >= 0 {
+		raw = strings.ReplaceAll(raw, ";", "%3B")
+	}
+	return url.ParseQuery(raw)
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, version string) error {
 	rawPath, rawQuery, _ := strings.Cut(r.RequestURI, "?")
 	if !strings.HasPrefix(r.RequestURI, "/") { // absolute form, through a proxy
@@ -343,7 +353,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 			rawPath, rawQuery = u.EscapedPath(), u.RawQuery
 		}
 	}
-	q, err := url.ParseQuery(rawQuery)
+	q, err := parseQuery(rawQuery)
 	if err != nil {
 		return partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
 	}
