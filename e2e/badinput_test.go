@@ -33,6 +33,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"invalid utf-8", "POST", tbl, "{\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"S\":\"\xff\xfe\"}", nil, 400, "InvalidInput"},
 		{"duplicate property", "POST", tbl, `{"PartitionKey":"p","RowKey":"r","A":1,"A":2}`, nil, 400, "DuplicatePropertiesSpecified"},
 		{"nested object", "POST", tbl, `{"PartitionKey":"p","RowKey":"r","A":{"b":1}}`, nil, 400, "InvalidInput"},
+		{"empty type name", "POST", tbl, `{"PartitionKey":"p","RowKey":"r","A@odata.type":"","A":"1"}`, nil, 400, "InvalidInput"},
 		{"unknown edm type", "POST", tbl, `{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Decimal","A":"1"}`, nil, 400, "InvalidInput"},
 		{"int64 not a number", "POST", tbl, `{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"12x"}`, nil, 400, "InvalidInput"},
 		{"int64 overflow", "POST", tbl, `{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"99999999999999999999"}`, nil, 400, "InvalidInput"},
@@ -87,6 +88,10 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"atom accept", "GET", tbl + "()", "", map[string]string{"Accept": "application/atom+xml"}, 415, "AtomFormatNotSupported"},
 		{"create table without name", "POST", "/" + devAccount + "/Tables", `{}`, nil, 400, "InvalidInput"},
 		{"create table bad json", "POST", "/" + devAccount + "/Tables", `{"TableName":`, nil, 400, "InvalidInput"},
+		// The body's member is TableName, by its exact name, once.
+		{"create table lowercase member", "POST", "/" + devAccount + "/Tables", `{"tablename":"lowername"}`, nil, 400, "InvalidInput"},
+		{"create table repeated member", "POST", "/" + devAccount + "/Tables", `{"TableName":"dupnamea","TableName":"dupnameb"}`, nil, 400, "DuplicatePropertiesSpecified"},
+		{"create table name not a string", "POST", "/" + devAccount + "/Tables", `{"TableName":12345}`, nil, 400, "InvalidInput"},
 		{"delete table bad literal", "DELETE", "/" + devAccount + "/Tables('x)", "", nil, 400, "InvalidInput"},
 		{"batch without boundary", "POST", "/" + devAccount + "/$batch", "garbage", map[string]string{"Content-Type": "multipart/mixed"}, 400, "InvalidInput"},
 		{"batch garbage", "POST", "/" + devAccount + "/$batch", "--b\r\nnot http\r\n--b--", map[string]string{"Content-Type": "multipart/mixed; boundary=b"}, 400, "InvalidInput"},

@@ -1,12 +1,12 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
 	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/wire"
 	"github.com/partita/partita/odata"
@@ -93,6 +93,23 @@ func appendTable(b []byte, rc *reqCtx, name string, element bool) []byte {
 	return append(b, '}')
 }
 
+// tableNameOf reads a Create Table body as the service's OData reader does
+// an entity's: the member TableName, by its exact name, a string; a
+// repeated member is DuplicatePropertiesSpecified, anything not JSON (or
+// not UTF-8) InvalidInput. (encoding/json matched "tablename" as well and
+// let the last of two win.)
+func tableNameOf(body []byte) (string, error) {
+	e, _, _, err := wire.DecodeEntity(body)
+	if err != nil {
+		return "", err
+	}
+	v, ok := e.Get("TableName")
+	if !ok || v.Type != edm.String {
+		return "", partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	}
+	return v.Str, nil
+}
+
 func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *reqCtx) error {
 	// The table's name is in the body, but whether a SAS may create
 	// tables at all is not: refuse before reading it. (A service SAS
@@ -104,18 +121,18 @@ func (s *Server) handleCreateTable(w http.ResponseWriter, r *http.Request, rc *r
 	if err != nil {
 		return err
 	}
-	var req struct{ TableName *string }
-	if err := json.Unmarshal(body, &req); err != nil || req.TableName == nil {
-		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
+	name, err := tableNameOf(body)
+	if err != nil {
+		return err
 	}
-	if err := rc.authorize(auth.OpCreateTable, *req.TableName); err != nil {
+	if err := rc.authorize(auth.OpCreateTable, name); err != nil {
 		return err
 	}
 	pref := prefer(r.Header)
 	if pref != "" {
 		w.Header()[hdrPreferenceApplied] = preferenceApplied(pref)
 	}
-	t, err := s.store.CreateTable(rc.ctx, rc.account, *req.TableName)
+	t, err := s.store.CreateTable(rc.ctx, rc.account, name)
 	if err != nil {
 		return err
 	}

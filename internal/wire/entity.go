@@ -133,7 +133,10 @@ func decodeEntity(body []byte, share bool) (*partita.Entity, bool, bool, error) 
 		if p.tok == nil {
 			continue
 		}
-		t, _ := types.get(p.name)
+		t, annotated := types.get(p.name)
+		if annotated && t == "" {
+			return nil, false, false, invalidInput() // a type name, but none known
+		}
 		v, err := toValue(p.name, p.tok, t)
 		if err != nil {
 			return nil, false, false, err

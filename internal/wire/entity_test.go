@@ -115,6 +115,7 @@ func TestDecodeEntity_Errors(t *testing.T) {
 		{`{"PartitionKey":null,"RowKey":"r"}`, "PropertiesNeedValue"},
 		{`{"PartitionKey":1,"RowKey":"r"}`, "InvalidInput"},
 		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Decimal","A":"1"}`, "InvalidInput"},
+		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"","A":"1"}`, "InvalidInput"},
 		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Int64","A":"9223372036854775808"}`, "InvalidInput"},
 		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.Guid","A":"nope"}`, "InvalidInput"},
 		{`{"PartitionKey":"p","RowKey":"r","A@odata.type":"Edm.DateTime","A":""}`, "InvalidInput"},
