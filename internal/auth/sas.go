@@ -127,6 +127,7 @@ type SAS struct {
 	Services, ResourceTypes string // ss, srt (account SAS)
 	EncryptionScope         string // ses (account SAS)
 	Signature               string // sig, still base64
+	sig                     string // its bytes, once verified (ID)
 
 	// permFromPolicy: Permissions came from the stored access policy, so
 	// the signed sp was empty.
@@ -343,7 +344,22 @@ func (s *SAS) VerifySignature(a *Account) bool {
 			ok = true // keep going: the time taken does not depend on which key matched
 		}
 	}
+	if ok {
+		s.sig = string(got)
+	}
 	return ok
+}
+
+// ID names the token once VerifySignature has accepted it: its signature's
+// bytes. Many spellings of sig decode to them (base64 skips CR and LF, and a
+// space may stand for '+'), so the spelling cannot name the token: a holder
+// varying it would pass for many clients, each with its own share of the
+// request slots. Before verification ID is the spelling.
+func (s *SAS) ID() string {
+	if s.sig != "" {
+		return s.sig
+	}
+	return s.Signature
 }
 
 // Policy is a stored access policy of a table, which fills the fields a

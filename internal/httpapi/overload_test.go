@@ -169,3 +169,29 @@ func TestServer_RefusedSASTakesNoSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestServer_SASShareIgnoresSignatureSpelling: the spellings of one
+// token's signature that verify (CR and LF inside the base64, a space for
+// '+') are one token for the share of request slots, not a client each
+// with its own share.
+func TestServer_SASShareIgnoresSignatureSpelling(t *testing.T) {
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	s := New(Options{Store: nil, Accounts: kr, MaxInFlight: 4})
+	sas := &auth.SAS{Kind: auth.ServiceSAS, Version: "2019-02-02", Permissions: "r", Expiry: "2099-01-01T00:00:00Z", Table: "t"}
+	sig := auth.Sign(kr["devstoreaccount1"].Keys[0], sas.StringToSign("devstoreaccount1"))
+	var keys []string
+	for _, spelling := range []string{sig, sig[:10] + "\n" + sig[10:], "\r\n" + sig + "\n\n", strings.ReplaceAll(sig, "+", " ")} {
+		v := *sas
+		v.Signature = spelling
+		if !v.VerifySignature(kr["devstoreaccount1"]) {
+			t.Fatalf("%q does not verify", spelling)
+		}
+		cs := s.claims(&reqCtx{account: "devstoreaccount1", sas: &v}, s.slots)
+		keys = append(keys, cs[len(cs)-1].key)
+	}
+	for _, k := range keys[1:] {
+		if k != keys[0] {
+			t.Errorf("claims %q and %q for one token", keys[0], k)
+		}
+	}
+}

@@ -458,7 +458,7 @@ func (s *Server) claims(rc *reqCtx, b *budget) []claim {
 		cs = append(cs, claim{key: "a/" + rc.account, limit: limit})
 	}
 	if rc.sas != nil {
-		cs = append(cs, claim{key: "s/" + rc.account + "/" + rc.sas.Signature, limit: share(limit, s.share)})
+		cs = append(cs, claim{key: "s/" + rc.account + "/" + rc.sas.ID(), limit: share(limit, s.share)})
 	}
 	return cs
 }
