@@ -148,6 +148,24 @@ const sesVersion = "2020-12-06"
 // counts. Every signed parameter given empty means what it means absent,
 // because the two sign alike: no st, sip, spr, si, ses or key bound. Permission, service and resource-type letters are not validated:
 // Authorize looks only for the letters it needs.
+// minSASVersion is the earliest sv whose string to sign partita computes
+// (docs/COMPATIBILITY.md §10).
+const minSASVersion = "2015-04-05"
+
+// sasVersion reports whether v is a service version (YYYY-MM-DD) from
+// minSASVersion on.
+func sasVersion(v string) bool {
+	if len(v) != len("2006-01-02") || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i, c := range []byte(v) {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return v >= minSASVersion
+}
+
 func ParseSAS(q url.Values) (*SAS, bool, error) {
 	if _, ok := q["sig"]; !ok {
 		return nil, false, nil
@@ -199,6 +217,12 @@ func ParseSAS(q url.Values) (*SAS, bool, error) {
 	}
 	if s.Version == "" {
 		return malformed("sv is missing")
+	}
+	if !sasVersion(s.Version) {
+		// Earlier versions sign other strings, which partita does not
+		// compute: reading such a token with today's string would accept
+		// what the service refuses.
+		return malformed("sv %q is not a version from %s on", s.Version, minSASVersion)
 	}
 	if s.Signature == "" {
 		return malformed("sig is empty")

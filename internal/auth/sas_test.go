@@ -271,7 +271,14 @@ func TestParseSAS(t *testing.T) {
 		{"sv=2019-02-02&tn=t&sp=r&se=2030-01-01", false, nil}, // no sig
 		{"sig=", true, ErrMalformedSAS},
 		{"sv=2019-02-02&tn=t&sp=r&se=2030-01-01&sig=x", true, nil},
-		{"tn=t&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS},              // no sv
+		{"tn=t&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS}, // no sv
+		{"sv=2015-04-05&tn=t&sp=r&se=2030-01-01&sig=x", true, nil},
+		{"sv=2099-12-31&tn=t&sp=r&se=2030-01-01&sig=x", true, nil},
+		{"sv=2015-02-21&tn=t&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS},       // signs another string
+		{"sv=2012-02-12&ss=t&srt=o&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS}, // likewise
+		{"sv=garbage&tn=t&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS},
+		{"sv=2019-2-02&tn=t&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS},
+		{"sv=9999-99-99x&tn=t&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS},
 		{"sv=2019-02-02&sp=r&se=2030-01-01&sig=x", true, ErrMalformedSAS},     // no tn
 		{"sv=2019-02-02&tn=t&se=2030-01-01&sig=x", true, ErrMalformedSAS},     // no sp
 		{"sv=2019-02-02&tn=t&sp=r&sig=x", true, ErrMalformedSAS},              // no se
