@@ -79,6 +79,9 @@ func referenceAppendEntity(b []byte, e *partita.Entity, o *EntityOptions) []byte
 				continue
 			}
 			v, ok := e.Get(n)
+			if !ok && (strings.Contains(n, "@") || strings.HasPrefix(n, "odata.")) {
+				continue // not a property name: not echoed
+			}
 			if !ok {
 				key(n)
 				b = append(b, "null"...)
@@ -143,7 +146,7 @@ func randOptions(r *rand.Rand, e *partita.Entity) *EntityOptions {
 	}
 	if r.Intn(3) == 0 {
 		o.Select = []string{}
-		for _, n := range []string{"PartitionKey", "RowKey", "Timestamp", "Missing"} {
+		for _, n := range []string{"PartitionKey", "RowKey", "Timestamp", "Missing", "odata.etag", "Missing@odata.type", "odata.metadata"} {
 			if r.Intn(2) == 0 {
 				o.Select = append(o.Select, n)
 			}
