@@ -86,6 +86,8 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"x-http-method on put", "PUT", ent("p", "r"), `{}`, map[string]string{"X-HTTP-Method": "MERGE"}, 400, "XMethodNotUsingPost"},
 		{"x-http-method bogus", "POST", ent("p", "r"), `{}`, map[string]string{"X-HTTP-Method": "FOO"}, 400, "XMethodIncorrectValue"},
 		{"atom accept", "GET", tbl + "()", "", map[string]string{"Accept": "application/atom+xml"}, 415, "AtomFormatNotSupported"},
+		{"xml accept", "GET", tbl + "()", "", map[string]string{"Accept": "application/xml"}, 415, "AtomFormatNotSupported"},
+		{"xml accept on insert", "POST", tbl, `{"PartitionKey":"p","RowKey":"r"}`, map[string]string{"Accept": "application/xml"}, 415, "AtomFormatNotSupported"},
 		{"create table without name", "POST", "/" + devAccount + "/Tables", `{}`, nil, 400, "InvalidInput"},
 		{"create table bad json", "POST", "/" + devAccount + "/Tables", `{"TableName":`, nil, 400, "InvalidInput"},
 		// The body's member is TableName, by its exact name, once.

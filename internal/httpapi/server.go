@@ -361,9 +361,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if q.Get("comp") != "" || q.Get("restype") != "" {
 		rc.xml = true
 	}
-	meta, err := negotiate(r.Header.Get("Accept"), q)
+	accept := r.Header.Get("Accept")
+	meta, err := negotiate(accept, q)
 	if err != nil {
 		return err
+	}
+	if !rc.xml && strings.HasPrefix(accept, "application/xml") && q.Get("$format") == "" {
+		// On entity and table operations application/xml asks for Atom, as
+		// application/atom+xml does; the XML operations (comp=, restype=)
+		// answer XML whatever is asked.
+		return partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
 	}
 	rc.meta = meta
 	if !validVersion(version) {
