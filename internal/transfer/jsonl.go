@@ -1,10 +1,8 @@
 package transfer
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -92,14 +90,9 @@ type jsonRecord struct {
 func DecodeRecord(line []byte) (Record, error) {
 	j, ok := fastRecord(line)
 	if !ok {
-		j = jsonRecord{}
-		d := json.NewDecoder(bytes.NewReader(line))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&j); err != nil {
-			return Record{}, fmt.Errorf("not a JSON entity record: %v", err)
-		}
-		if d.More() {
-			return Record{}, errors.New("more than one JSON value on the line")
+		var err error
+		if j, err = strictRecord(line); err != nil {
+			return Record{}, err
 		}
 	}
 	switch {
@@ -149,6 +142,146 @@ func DecodeRecord(line []byte) (Record, error) {
 		e.Properties = append(e.Properties, partita.Property{Name: name, Value: v})
 	}
 	return Record{Table: *j.Table, Entity: e}, nil
+}
+
+// strictRecord parses a record line laid out in any JSON way, as strictly
+// as the console reads it: UTF-8; the members table, PartitionKey, RowKey
+// and props by their exact names, each at most once; strings where strings
+// belong (no null); props a list of [name, type, value] strings; no lone
+// surrogate escape. encoding/json, used before, matched member names in
+// any case, let the last of two equal members win, read null as "" and
+// replaced invalid UTF-8 and lone surrogates with U+FFFD, so two keys of a
+// file could land on one entity.
+func strictRecord(b []byte) (jsonRecord, error) {
+	var j jsonRecord
+	if !utf8.Valid(b) {
+		return j, errors.New("not UTF-8")
+	}
+	bad := func(what string) (jsonRecord, error) {
+		return jsonRecord{}, errors.New("not a JSON entity record: " + what)
+	}
+	ws := func(i int) int {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+			i++
+		}
+		return i
+	}
+	i := ws(0)
+	if i >= len(b) || b[i] != '{' {
+		return bad("not an object")
+	}
+	i = ws(i + 1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			name, k, err := wire.ScanString(b, i)
+			if err != nil {
+				return bad("a member name is not a JSON string")
+			}
+			if i = ws(k); i >= len(b) || b[i] != ':' {
+				return bad("no ':' after " + strconv.Quote(name))
+			}
+			i = ws(i + 1)
+			var field **string
+			switch name {
+			case "table":
+				field = &j.Table
+			case "PartitionKey":
+				field = &j.PartitionKey
+			case "RowKey":
+				field = &j.RowKey
+			case "props":
+				if j.Props != nil {
+					return jsonRecord{}, errors.New(`member "props" appears twice`)
+				}
+				if i, err = scanProps(b, i, &j.Props); err != nil {
+					return jsonRecord{}, err
+				}
+			default:
+				return jsonRecord{}, fmt.Errorf("unknown member %q", name)
+			}
+			if field != nil {
+				if *field != nil {
+					return jsonRecord{}, fmt.Errorf("member %q appears twice", name)
+				}
+				v, k, err := wire.ScanString(b, i)
+				if err != nil {
+					return jsonRecord{}, fmt.Errorf("%q is not a JSON string", name)
+				}
+				*field, i = &v, k
+			}
+			i = ws(i)
+			if i < len(b) && b[i] == ',' {
+				i = ws(i + 1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return bad("no ',' or '}' after " + strconv.Quote(name))
+		}
+	}
+	if ws(i) != len(b) {
+		return jsonRecord{}, errors.New("more than one JSON value on the line")
+	}
+	return j, nil
+}
+
+// scanProps reads the props list at b[i] into *props (empty, not nil,
+// for []) and returns the index after it.
+func scanProps(b []byte, i int, props *[][]string) (int, error) {
+	ws := func(i int) int {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+			i++
+		}
+		return i
+	}
+	if i >= len(b) || b[i] != '[' {
+		return 0, errors.New(`"props" is not a list`)
+	}
+	out := [][]string{}
+	i = ws(i + 1)
+	if i < len(b) && b[i] == ']' {
+		*props = out
+		return i + 1, nil
+	}
+	for {
+		n := len(out)
+		if i >= len(b) || b[i] != '[' {
+			return 0, fmt.Errorf("property %d is not [name, type, value]", n)
+		}
+		i = ws(i + 1)
+		var p []string
+		for {
+			s, k, err := wire.ScanString(b, i)
+			if err != nil || len(p) == 3 {
+				return 0, fmt.Errorf("property %d is not [name, type, value]", n)
+			}
+			p = append(p, s)
+			i = ws(k)
+			if i < len(b) && b[i] == ',' {
+				i = ws(i + 1)
+				continue
+			}
+			if i < len(b) && b[i] == ']' && len(p) == 3 {
+				i = ws(i + 1)
+				break
+			}
+			return 0, fmt.Errorf("property %d is not [name, type, value]", n)
+		}
+		out = append(out, p)
+		if i < len(b) && b[i] == ',' {
+			i = ws(i + 1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			*props = out
+			return i + 1, nil
+		}
+		return 0, errors.New(`"props" is not a list`)
+	}
 }
 
 // parseValueText is the inverse of appendValueText, strict: only the

@@ -100,7 +100,21 @@ func TestDecodeRecordErrors(t *testing.T) {
 		{`{"PartitionKey":"p","RowKey":"r","props":[]}`, `missing "table"`},
 		{`{"table":"t","RowKey":"r","props":[]}`, `missing "PartitionKey"`},
 		{`{"table":"t","PartitionKey":"p","props":[]}`, `missing "RowKey"`},
-		{`{"table":"t","PartitionKey":"p","RowKey":"r","extra":1}`, "unknown field"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","extra":1}`, `unknown member "extra"`},
+		// One meaning per line: member names by their exact case, once
+		// each, strings that are strings, UTF-8 without lone surrogates
+		// (encoding/json read each of these, some as another record).
+		{`{"TABLE":"t","PartitionKey":"p","RowKey":"r","props":[]}`, `unknown member "TABLE"`},
+		{`{"table":"t","partitionkey":"p","RowKey":"r","props":[]}`, `unknown member "partitionkey"`},
+		{`{"table":"t","PartitionKey":"p","RowKey":"a","RowKey":"b","props":[]}`, `member "RowKey" appears twice`},
+		{`{"table":"t","table":"u","PartitionKey":"p","RowKey":"r","props":[]}`, `member "table" appears twice`},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[],"props":[]}`, `member "props" appears twice`},
+		{`{"table":"t","PartitionKey":null,"RowKey":"r","props":[]}`, `"PartitionKey" is not a JSON string`},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.String",null]]}`, "is not [name, type, value]"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":null}`, `"props" is not a list`},
+		{"{\"table\":\"t\",\"PartitionKey\":\"p\",\"RowKey\":\"k\xff\",\"props\":[]}", "not UTF-8"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"k\ud800","props":[]}`, `"RowKey" is not a JSON string`},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["S","Edm.String","\udc00x"]]}`, "is not [name, type, value]"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","1"],["A","Edm.Int32","2"]]}`, "appears twice"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int32","2147483648"]]}`, "not a canonical Edm.Int32"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int64","01"]]}`, "not a canonical Edm.Int64"},
@@ -189,6 +203,57 @@ func validForRequest(e *partita.Entity) bool {
 		}
 	}
 	return true
+}
+
+// TestStrictRecordLayouts: a record laid out another JSON way (spaces,
+// line-free whitespace, escapes, member order) reads as its canonical line.
+func TestStrictRecordLayouts(t *testing.T) {
+	want := `{"table":"t","PartitionKey":"pé","RowKey":"r😀","props":[["A","Edm.String","x\"y"],["B","Edm.Int32","7"]]}`
+	for _, line := range []string{
+		` { "props" : [ [ "A" , "Edm.String" , "x\"y" ] , ["B","Edm.Int32","7"] ] , "RowKey":"r\ud83d\ude00", "PartitionKey":"p\u00e9", "table":"t" } `,
+		"{\"table\":\"t\",\t\"PartitionKey\":\"p\\u00e9\",\"RowKey\":\"r\\ud83d\\ude00\",\"props\":[[\"A\",\"Edm.String\",\"x\\\"y\"],[\"B\",\"Edm.Int32\",\"7\"]]}",
+	} {
+		got, err := DecodeRecord([]byte(line))
+		if err != nil {
+			t.Fatalf("DecodeRecord(%s): %v", line, err)
+		}
+		w, err := DecodeRecord([]byte(want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Table != w.Table || !sameEntity(got.Entity, w.Entity) {
+			t.Errorf("DecodeRecord(%s) = %+v, want %+v", line, got.Entity, w.Entity)
+		}
+	}
+}
+
+// FuzzStrictRecord: whatever the strict reader accepts, encoding/json reads
+// the same way (the strict reader only refuses more).
+func FuzzStrictRecord(f *testing.F) {
+	f.Add([]byte(` { "props" : [ [ "A" , "Edm.String" , "x\"y" ] ] , "RowKey":"r\ud83d\ude00", "PartitionKey":"p", "table":"t" } `))
+	f.Add([]byte(`{"table":"t","PartitionKey":"","RowKey":"","props":[]}`))
+	f.Add([]byte(`{"table":"t","PartitionKey":"p","RowKey":"r"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		strict, err := strictRecord(line)
+		if err != nil {
+			return
+		}
+		var slow jsonRecord
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&slow); err != nil || d.More() {
+			t.Fatalf("strict reader accepted what encoding/json refuses (%v): %s", err, line)
+		}
+		same := func(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+		if !same(strict.Table, slow.Table) || !same(strict.PartitionKey, slow.PartitionKey) || !same(strict.RowKey, slow.RowKey) || len(strict.Props) != len(slow.Props) {
+			t.Fatalf("readers disagree on %s", line)
+		}
+		for i := range strict.Props {
+			if strings.Join(strict.Props[i], "\x00") != strings.Join(slow.Props[i], "\x00") {
+				t.Fatalf("readers disagree on property %d of %s", i, line)
+			}
+		}
+	})
 }
 
 // FuzzFastRecord: whatever the fast line reader accepts, encoding/json

@@ -158,6 +158,16 @@ func scanNumber(b []byte, i int) (int, bool) {
 	return i, true
 }
 
+// ScanString decodes the JSON string starting at b[i] == '"' and returns
+// it and the index after its closing quote; b must be valid UTF-8. An
+// unpaired surrogate escape is an error (scanString).
+func ScanString(b []byte, i int) (string, int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return "", 0, errJSON
+	}
+	return scanString(b, i, false)
+}
+
 // scanString decodes the JSON string starting at b[i] == '"' and returns
 // it and the index after its closing quote. An unpaired surrogate escape
 // ("\ud800" alone) is errJSON: UTF-8 cannot hold it, and replacing it with
