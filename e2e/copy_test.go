@@ -720,6 +720,65 @@ func TestCopyBadInput(t *testing.T) {
 	})
 }
 
+// TestCopySelection: --tables selects the tables of a file source too (it
+// was ignored: restoring one table from a full export overwrote every
+// other), a selection that matches nothing fails and keeps an earlier
+// export (a typo replaced it with an empty file), --filter is refused with
+// a file source, and two lines of one key keep one entity (the service
+// refused their batch whole, and --on-refused skip dropped both).
+func TestCopySelection(t *testing.T) {
+	a, b := StartServer(t, ""), StartServer(t, "")
+	seedBulk(t, sdkService(t, a.Endpoint()), "edge", 2, 20, 10)
+	aConn, bConn := connString(a.Endpoint(), devKey), connString(b.Endpoint(), devKey)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.jsonl")
+	os.WriteFile(file, []byte(`{"table":"onlyme","PartitionKey":"p","RowKey":"1","props":[]}
+{"table":"notme","PartitionKey":"p","RowKey":"x","props":[]}
+{"table":"onlyme","PartitionKey":"p","RowKey":"2","props":[]}
+`), 0o644)
+	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--tables", "only*"); err != nil {
+		t.Fatalf("file source with --tables: %v %s", err, stderr)
+	}
+	if got := readTable(t, b.Endpoint(), "onlyme"); len(got) != 2 {
+		t.Errorf("onlyme holds %d entities, want 2", len(got))
+	}
+	if _, err := sdkService(t, b.Endpoint()).NewClient("notme").GetEntity(context.Background(), "p", "x", nil); err == nil {
+		t.Error("a table --tables did not select was written")
+	}
+
+	export := filepath.Join(dir, "backup.jsonl")
+	mustCopy(t, "--from", aConn, "--to", export, "--tables", "edge")
+	before, _ := os.ReadFile(export)
+	for _, src := range []string{aConn, file} {
+		_, stderr, err := runCopy(t, "--from", src, "--to", export, "--tables", "edeg")
+		if err == nil || !strings.Contains(stderr, "--tables edeg matches no table") {
+			t.Errorf("--tables matching nothing (from %s): err %v, stderr %q", redactArgs([]string{src}), err, stderr)
+		}
+		if after, _ := os.ReadFile(export); !bytes.Equal(after, before) || len(before) == 0 {
+			t.Errorf("the earlier export changed: %d bytes, was %d", len(after), len(before))
+		}
+	}
+
+	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--filter", "PartitionKey eq 'p'"); err == nil || !strings.Contains(stderr, "--filter selects the entities of an endpoint source") {
+		t.Errorf("--filter with a file source: err %v, stderr %q", err, stderr)
+	}
+
+	dup := filepath.Join(dir, "dup.jsonl")
+	os.WriteFile(dup, []byte(`{"table":"dupk","PartitionKey":"p","RowKey":"a","props":[["V","Edm.Int32","1"]]}
+{"table":"dupk","PartitionKey":"p","RowKey":"a","props":[["V","Edm.Int32","2"]]}
+{"table":"dupk","PartitionKey":"p","RowKey":"b","props":[["V","Edm.Int32","3"]]}
+`), 0o644)
+	for _, args := range [][]string{{"--parallel", "1"}, {"--on-refused", "skip"}} {
+		if _, stderr, err := runCopy(t, append([]string{"--from", dup, "--to", bConn}, args...)...); err != nil {
+			t.Errorf("%v: a key on two lines: %v %s", args, err, stderr)
+		}
+		got := readTable(t, b.Endpoint(), "dupk")
+		if len(got) != 2 || got[[2]string{"p", "a"}] == nil {
+			t.Errorf("%v: dupk holds %v, want a and b", args, got)
+		}
+	}
+}
+
 // TestCopySAS: an account SAS URL as the source and a table SAS URL (write
 // permissions only) as the destination, whose one table takes the
 // source's table whatever its name.

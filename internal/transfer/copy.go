@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,6 +157,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	var cp *checkpoint
+	if o.Filter != "" && src.remote == nil {
+		return errors.New("--filter selects the entities of an endpoint source; a file source is copied whole (select its tables with --tables)")
+	}
 	if o.Checkpoint != "" {
 		if src.remote == nil {
 			return errors.New("--checkpoint needs an endpoint source (a file import is idempotent: run it again)")
@@ -311,6 +315,10 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 	tables, err := selectTables(names, o.Tables)
 	if err != nil {
 		return err
+	}
+	if len(tables) == 0 && len(o.Tables) > 0 {
+		// A typo must not replace an export with an empty file.
+		return fmt.Errorf("--tables %s matches no table of the source", strings.Join(o.Tables, ","))
 	}
 	if err := dst.oneTable(len(tables)); err != nil {
 		return err
@@ -534,6 +542,22 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 	}
 	created := map[string]bool{} // bounded by maxTables
 	var readErr error
+	// chosen reports whether --tables selects a table of the files; its
+	// answers are kept for maxTables names.
+	choice := map[string]bool{}
+	chosen := func(table string) bool {
+		if len(o.Tables) == 0 {
+			return true
+		}
+		if c, ok := choice[table]; ok {
+			return c
+		}
+		c, _ := selectTables([]string{table}, o.Tables)
+		if len(choice) < maxTables {
+			choice[table] = len(c) > 0
+		}
+		return len(c) > 0
+	}
 files:
 	for _, f := range src.files {
 		lr, err := openLines(f)
@@ -561,6 +585,9 @@ files:
 				lr.close()
 				readErr = err
 				break files
+			}
+			if !chosen(rec.Table) {
+				continue // every line is still read: a malformed one stops the copy
 			}
 			if !created[rec.Table] {
 				if err := dst.oneTable(len(created) + 1); err != nil {
@@ -595,7 +622,7 @@ files:
 			// the batches by the bodies themselves): Entity.Size counts
 			// UTF-16, which cost more than the rest of the batching.
 			sz := lr.lastLen * 2
-			if pendN > 0 && (rec.Table != pendTable || pp.pk != pendPK || pendN == 100 || pendBytes+sz > maxBatchBytes) {
+			if pendN > 0 && (rec.Table != pendTable || pp.pk != pendPK || pendN == 100 || pendBytes+sz > maxBatchBytes || pendingHas(pending, pendingP, rec.Entity, pp)) {
 				flush()
 			}
 			pendTable, pendPK = rec.Table, pp.pk
@@ -623,10 +650,35 @@ files:
 	if readErr != nil {
 		return readErr
 	}
+	if len(o.Tables) > 0 && len(created) == 0 && firstErr == nil && ctx.Err() == nil {
+		return fmt.Errorf("--tables %s matches no table of the source's lines", strings.Join(o.Tables, ","))
+	}
 	if firstErr != nil {
 		return firstErr
 	}
 	return ctx.Err()
+}
+
+// pendingHas reports whether the batch in the making already holds the
+// record's key (its partition is the batch's). A batch may hold a key once
+// (the service refuses the whole batch otherwise), so the line starts the
+// next batch: of a file's two lines of one key, one is kept, whichever
+// batch lands last (docs/COPY.md).
+func pendingHas(pending []*partita.Entity, pendingP []prepared, e *partita.Entity, pp prepared) bool {
+	if e != nil {
+		for _, x := range pending {
+			if x.RowKey == e.RowKey {
+				return true
+			}
+		}
+		return false
+	}
+	for i := range pendingP {
+		if pendingP[i].rk == pp.rk {
+			return true
+		}
+	}
+	return false
 }
 
 // startProgress prints progress lines until the returned func is called.
