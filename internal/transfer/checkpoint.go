@@ -65,12 +65,15 @@ func openCheckpoint(path string, o Options) (*checkpoint, error) {
 	cp := &checkpoint{path: path, s: cpState{Job: jobID(o), Tables: map[string]*cpTable{}}}
 	// A kill between writing a temporary file and renaming it leaves the
 	// temporary file behind; the checkpoint itself is whole either way.
-	// Matched by prefix, not with filepath.Glob: a path with *, ? or [
-	// would make a pattern that removes other files.
+	// Matched by name, not with filepath.Glob: a path with *, ? or [
+	// would make a pattern that removes other files. os.CreateTemp puts
+	// digits where the pattern has its '*': NAME.tmp123 is a leftover,
+	// NAME.tmpl or NAME.tmp-notes someone's file.
 	if ents, err := os.ReadDir(filepath.Dir(path)); err == nil {
 		prefix := filepath.Base(path) + ".tmp"
 		for _, e := range ents {
-			if !e.IsDir() && strings.HasPrefix(e.Name(), prefix) {
+			rest, ok := strings.CutPrefix(e.Name(), prefix)
+			if ok && !e.IsDir() && rest != "" && strings.Trim(rest, "0123456789") == "" {
 				os.Remove(filepath.Join(filepath.Dir(path), e.Name()))
 			}
 		}

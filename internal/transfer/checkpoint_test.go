@@ -14,8 +14,8 @@ func TestCheckpointRemovesOnlyItsTemps(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c*.json")
 	stale := path + ".tmp123"
-	other := filepath.Join(dir, "cx.json.tmp456")
-	for _, f := range []string{stale, other} {
+	others := []string{filepath.Join(dir, "cx.json.tmp456"), path + ".tmpl", path + ".tmp-notes.txt", path + ".tmp"}
+	for _, f := range append([]string{stale}, others...) {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -26,8 +26,10 @@ func TestCheckpointRemovesOnlyItsTemps(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("stale temporary file left: %v", err)
 	}
-	if _, err := os.Stat(other); err != nil {
-		t.Errorf("another file was removed: %v", err)
+	for _, other := range others {
+		if _, err := os.Stat(other); err != nil {
+			t.Errorf("another file was removed: %v", err)
+		}
 	}
 }
 
