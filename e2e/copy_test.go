@@ -818,6 +818,26 @@ func TestCopySAS(t *testing.T) {
 	}
 	sameTables(t, "sas", readTable(t, a.Endpoint(), "sassrc"), readTable(t, b.Endpoint(), "sasdst"))
 
+	// Entities a key-range SAS refuses, skipped under a checkpoint: the run
+	// that resumes it, finding every range done, still says they were
+	// refused (it exited 0 before, the entities never copied).
+	seedBulk(t, aSvc, "onepart", 6, 6, 10) // one entity per partition: part-000-é … part-005-é
+	if _, err := bSvc.CreateTable(context.Background(), "rangedst", nil); err != nil {
+		t.Fatal(err)
+	}
+	rq := sasSpec{table: "rangedst", perms: "au", spk: "part-000", epk: "part-002"}.build(t)
+	ckpt := filepath.Join(t.TempDir(), "range.ckpt")
+	rangeArgs := []string{"--from", connString(a.Endpoint(), devKey), "--to", b.Endpoint() + "/rangedst?" + rq, "--tables", "onepart", "--on-refused", "skip", "--checkpoint", ckpt}
+	for run := 1; run <= 2; run++ {
+		_, stderr, err := runCopy(t, rangeArgs...)
+		if err == nil || !strings.Contains(stderr, "refused some entities: 4") {
+			t.Errorf("run %d: err %v, stderr %q: want the 4 refused entities reported", run, err, stderr)
+		}
+	}
+	if got := readTable(t, b.Endpoint(), "rangedst"); len(got) != 2 {
+		t.Errorf("rangedst holds %d entities, want the 2 in the SAS's range", len(got))
+	}
+
 	// A SAS with a wrong signature fails before anything moves, naming the side.
 	bad := strings.Replace(srcURL, "sig=", "sig=AAAA", 1)
 	_, stderr, err := runCopy(t, "--from", bad, "--to", filepath.Join(t.TempDir(), "x.jsonl"))

@@ -36,6 +36,9 @@ type cpState struct {
 	// refused rather than misapplied.
 	Job    string              `json:"job"`
 	Tables map[string]*cpTable `json:"tables"`
+	// Refused counts the entities the destination refused and
+	// --on-refused skip passed over, in every run of the checkpoint.
+	Refused int64 `json:"refused,omitempty"`
 }
 
 type cpTable struct {
@@ -122,6 +125,16 @@ func (cp *checkpoint) setRanges(table string, rs []*rangeState) error {
 
 func (cp *checkpoint) advance(table string, r *rangeState, npk, nrk string, done bool) error {
 	return cp.update(func() { r.NextPK, r.NextRK, r.Done = npk, nrk, done })
+}
+
+// refused records one more refused entity.
+func (cp *checkpoint) refused() error { return cp.update(func() { cp.s.Refused++ }) }
+
+// refusedTotal is the number of refused entities in every run.
+func (cp *checkpoint) refusedTotal() int64 {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return cp.s.Refused
 }
 
 func (cp *checkpoint) finishTable(table string) error {

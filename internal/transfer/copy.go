@@ -185,6 +185,11 @@ func Run(ctx context.Context, o Options) error {
 	el := time.Since(start)
 	fmt.Fprintf(o.Out, "total: %d entities, %s, %s, %.0f entities/s, %d retries\n",
 		st.entities.Load(), humanBytes(st.bytes.Load()), el.Round(time.Millisecond), float64(st.entities.Load())/el.Seconds(), st.retries.Load())
+	if err == nil && cp != nil && cp.refusedTotal() > st.refused.Load() {
+		// The checkpoint's earlier runs skipped entities that this run,
+		// resuming past them, does not copy either.
+		return fmt.Errorf("%w: %d (in this checkpoint's runs; remove %s to copy them again)", ErrRefused, cp.refusedTotal(), o.Checkpoint)
+	}
 	if err == nil && st.refused.Load() > 0 {
 		return fmt.Errorf("%w: %d", ErrRefused, st.refused.Load())
 	}
@@ -229,6 +234,7 @@ type writer struct {
 	o   Options
 	dst *side
 	st  *stats
+	cp  *checkpoint // counts the refused entities, when there is one
 	out sync.Mutex
 }
 
@@ -274,6 +280,13 @@ func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared,
 				return ref
 			}
 			w.st.refused.Add(1)
+			if w.cp != nil {
+				// Before the range's progress, which passes the entity
+				// for good: a later run must still say it was refused.
+				if err := w.cp.refused(); err != nil {
+					return err
+				}
+			}
 			w.out.Lock()
 			fmt.Fprintf(w.o.Out, "refused: %s\n", ref.Error())
 			w.out.Unlock()
@@ -329,7 +342,7 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 			return fmt.Errorf("--filter: %w", err)
 		}
 	}
-	w := &writer{o: o, dst: dst, st: st}
+	w := &writer{o: o, dst: dst, st: st, cp: cp}
 	for _, table := range tables {
 		if cp != nil && cp.tableDone(table) {
 			fmt.Fprintf(o.Out, "table %s: done in the checkpoint\n", table)
