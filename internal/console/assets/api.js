@@ -401,9 +401,12 @@ export function uploadLine(line, table) {
     if (r.table !== table) throw new Error(`a record of table ${r.table}, not of the selected table ${table}`);
     return { pk: r.pk, rk: r.rk, body: r.body };
   }
-  for (const k of Object.keys(o)) if (k.startsWith('odata.') || k.startsWith('Timestamp')) delete o[k];
   if (typeof o.PartitionKey !== 'string' || typeof o.RowKey !== 'string') throw new Error('PartitionKey and RowKey are needed');
-  return { pk: o.PartitionKey, rk: o.RowKey, body: JSON.stringify(o) };
+  // The line itself is the body: the service ignores its odata.* members and
+  // Timestamp, and JSON.stringify of what JSON.parse read would retype
+  // values (5.0 as the Int32 5, integers past 2^53 rounded) and a deletion
+  // by prefix would drop properties such as TimestampUtc.
+  return { pk: o.PartitionKey, rk: o.RowKey, body: line };
 }
 
 // uploadLines writes the lines of a JSONL file into table with
