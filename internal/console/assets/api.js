@@ -100,15 +100,52 @@ async function apiError(res) {
   return new ApiError(res.status, code, (message || '').split('\n')[0]);
 }
 
+// JSON_SOURCE: JSON.parse gives a reviver each value's source text (Chrome
+// 114, Firefox 135 and later).
+const JSON_SOURCE = (() => {
+  let ok = false;
+  try {
+    JSON.parse('1.0', (k, v, ctx) => { ok = !!ctx && ctx.source === '1.0'; return v; });
+  } catch { /* no source text */ }
+  return ok;
+})();
+
+// numberTexts returns the text of each number of a JSON document, in order.
+export function numberTexts(text) {
+  const out = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; i++) if (text[i] === '\\') i++;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      let j = i + 1;
+      while (j < text.length && /[0-9eE.+-]/.test(text[j])) j++;
+      out.push(text.slice(i, j));
+      i = j - 1;
+    }
+  }
+  return out;
+}
+
 // parseTyped parses a JSON response, remembering which numbers were
 // written as doubles (5.0), which JSON.parse alone would lose: such numbers
-// come back as {double: n}. Browsers without the reviver's source text keep
-// plain numbers.
-export function parseTyped(text) {
-  return JSON.parse(text, function (key, value, ctx) {
-    if (typeof value === 'number' && ctx && typeof ctx.source === 'string' && /[.eE]/.test(ctx.source)) {
-      return { double: value };
-    }
+// come back as {double: n}. Without the reviver's source text, the numbers'
+// texts are read from the document: the reviver meets number values in the
+// document's order (entities have no integer-like member names, which
+// objects would put first).
+export function parseTyped(text, withSource = JSON_SOURCE) {
+  if (withSource) {
+    return JSON.parse(text, function (key, value, ctx) {
+      if (typeof value === 'number' && ctx && typeof ctx.source === 'string' && /[.eE]/.test(ctx.source)) {
+        return { double: value };
+      }
+      return value;
+    });
+  }
+  const nums = numberTexts(text);
+  let n = 0;
+  return JSON.parse(text, function (key, value) {
+    if (typeof value === 'number' && /[.eE]/.test(nums[n++] || '')) return { double: value };
     return value;
   });
 }
