@@ -762,6 +762,10 @@ func TestCopySelection(t *testing.T) {
 	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--filter", "PartitionKey eq 'p'"); err == nil || !strings.Contains(stderr, "--filter selects the entities of an endpoint source") {
 		t.Errorf("--filter with a file source: err %v, stderr %q", err, stderr)
 	}
+	// Every writer holds a batch and a page: a million of them took 2.7 GB.
+	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--parallel", "1000000"); err == nil || !strings.Contains(stderr, "--parallel 1000000: at most 256") {
+		t.Errorf("--parallel 1000000: err %v, stderr %q", err, stderr)
+	}
 
 	dup := filepath.Join(dir, "dup.jsonl")
 	os.WriteFile(dup, []byte(`{"table":"dupk","PartitionKey":"p","RowKey":"a","props":[["V","Edm.Int32","1"]]}

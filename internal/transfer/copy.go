@@ -45,6 +45,9 @@ var ErrRefused = errors.New("the destination refused some entities")
 // ErrDiffer is returned by a verify that found differences.
 var ErrDiffer = errors.New("source and destination differ")
 
+// maxParallel bounds --parallel: a million writers took 2.7 GB.
+const maxParallel = 256
+
 // maxTables bounds the tables one run handles (names come from the source).
 const maxTables = 10000
 
@@ -102,6 +105,10 @@ type stats struct {
 func Run(ctx context.Context, o Options) error {
 	if o.Parallel < 1 {
 		o.Parallel = 4
+	}
+	if o.Parallel > maxParallel {
+		// Each holds a batch (up to 4 MiB) and a page in memory.
+		return fmt.Errorf("--parallel %d: at most %d", o.Parallel, maxParallel)
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
