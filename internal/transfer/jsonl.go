@@ -160,12 +160,7 @@ func strictRecord(b []byte) (jsonRecord, error) {
 	bad := func(what string) (jsonRecord, error) {
 		return jsonRecord{}, errors.New("not a JSON entity record: " + what)
 	}
-	ws := func(i int) int {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-			i++
-		}
-		return i
-	}
+	ws := func(i int) int { return skipSpace(b, i) }
 	i := ws(0)
 	if i >= len(b) || b[i] != '{' {
 		return bad("not an object")
@@ -232,12 +227,7 @@ func strictRecord(b []byte) (jsonRecord, error) {
 // scanProps reads the props list at b[i] into *props (empty, not nil,
 // for []) and returns the index after it.
 func scanProps(b []byte, i int, props *[][]string) (int, error) {
-	ws := func(i int) int {
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-			i++
-		}
-		return i
-	}
+	ws := func(i int) int { return skipSpace(b, i) }
 	if i >= len(b) || b[i] != '[' {
 		return 0, errors.New(`"props" is not a list`)
 	}
