@@ -257,7 +257,9 @@ func (db *DB) View(ctx context.Context, fn func(kv.Reader) error) error {
 		return err
 	}
 	defer db.leave()
-	return fn(&reader{ctx: ctx, q: db.pool})
+	r := &reader{ctx: ctx, q: db.pool, pool: db.pool}
+	defer r.end()
+	return fn(r)
 }
 
 func (db *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
@@ -273,7 +275,9 @@ func (db *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 		}
 		time.Sleep(time.Duration(attempt%8+1) * time.Millisecond)
 	}
-	return fmt.Errorf("pgkv: transaction kept conflicting: %w", err)
+	// The writers of the other front ends kept winning: the store is busy
+	// for this write (503 ServerBusy, which clients retry), not broken.
+	return fmt.Errorf("%w: pgkv: transaction kept conflicting: %v", kv.ErrUnavailable, err)
 }
 
 func (db *DB) update(ctx context.Context, fn func(kv.Txn) error) (err error) {
@@ -332,7 +336,7 @@ func (db *DB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
 		}
 		time.Sleep(time.Duration(attempt%8+1) * time.Millisecond)
 	}
-	return false, fmt.Errorf("pgkv: conditional write kept conflicting: %w", err)
+	return false, fmt.Errorf("%w: pgkv: conditional write kept conflicting: %v", kv.ErrUnavailable, err)
 }
 
 // condSQL builds the statement of a conditional write. $1 is the key, $2
@@ -401,6 +405,39 @@ type querier interface {
 type reader struct {
 	ctx context.Context
 	q   querier
+	// pool is set for a View's reader, whose statements run on their own
+	// until an iterator needs a snapshot: then snapshot begins a
+	// read-only REPEATABLE READ transaction that the rest of the View
+	// runs in, and end finishes it.
+	pool *pgxpool.Pool
+	tx   pgx.Tx
+}
+
+// snapshot makes the reader's statements from now on read one snapshot: an
+// iterator's chunks are separate statements, and each would otherwise see
+// the store as of its own start, so a page could hold half of a batch
+// committed between two chunks.
+func (r *reader) snapshot() error {
+	if r.pool == nil || r.tx != nil {
+		return nil // a write transaction's reader, or already one snapshot
+	}
+	tx, err := r.pool.BeginTx(r.ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("pgkv: begin: %w", classifyCtx(r.ctx, err))
+	}
+	r.tx, r.q = tx, tx
+	return nil
+}
+
+// end finishes the View's snapshot transaction, if it began one.
+func (r *reader) end() {
+	if r.tx == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+	r.tx.Rollback(ctx) // read only: nothing to commit
+	cancel()
+	r.tx, r.q = nil, r.pool
 }
 
 func (r *reader) Get(key []byte) ([]byte, error) {
@@ -443,11 +480,22 @@ func (r *reader) GetMany(keys [][]byte) ([][]byte, error) {
 var _ kv.MultiGetter = (*reader)(nil)
 
 func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
-	return &iter{r: r, lower: o.LowerBound, upper: o.UpperBound, pos: -1}, nil
+	if err := r.snapshot(); err != nil {
+		return nil, err
+	}
+	return &iter{r: r, lower: o.LowerBound, upper: o.UpperBound, pos: -1, chunk: iterFirstChunk}, nil
 }
 
-// iterChunk is how many rows an iterator fetches per query.
-const iterChunk = 500
+// An iterator fetches rows in chunks, one query each: the first of
+// iterFirstChunk rows, the next of as many rows as iterChunkBytes holds at
+// the sizes seen so far, between 1 and iterChunk. A fixed 500 rows of
+// 1 MiB entities held 500 MB for a $top=1 query (and for a two-operation
+// batch's existence reads), per request.
+const (
+	iterFirstChunk = 8
+	iterChunk      = 500
+	iterChunkBytes = 1 << 20
+)
 
 // iter streams a key range in chunks of iterChunk rows, each fetched with
 // a primary-key range predicate.
@@ -456,7 +504,9 @@ type iter struct {
 	lower, upper []byte
 	keys, vals   [][]byte
 	pos          int
-	done         bool // the last chunk was short: nothing after it
+	chunk        int   // rows the next query asks for
+	fetched      []int // rows of each chunk, for tests (export_test.go)
+	done         bool  // the last chunk was short: nothing after it
 	err          error
 	// from is where the loaded chunk starts (inclusive): the chunk holds
 	// every row in [from, last loaded key], or in [from, upper) when done.
@@ -479,13 +529,17 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		args = append(args, it.upper)
 		q += fmt.Sprintf(` AND k < $%d`, len(args))
 	}
-	q += fmt.Sprintf(` ORDER BY k LIMIT %d`, iterChunk)
+	limit := it.chunk
+	q += fmt.Sprintf(` ORDER BY k LIMIT %d`, limit)
 	rows, err := it.r.q.Query(it.r.ctx, q, args...)
 	if err != nil {
 		it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
 		return false
 	}
-	it.keys, it.vals = it.keys[:0], it.vals[:0]
+	// Fresh slices: the previous chunk's rows are let go, not kept alive
+	// by a large backing array.
+	it.keys, it.vals = make([][]byte, 0, limit), make([][]byte, 0, limit)
+	size := 0
 	for rows.Next() {
 		var k, v []byte
 		if err := rows.Scan(&k, &v); err != nil {
@@ -495,13 +549,20 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		}
 		it.keys = append(it.keys, k)
 		it.vals = append(it.vals, v)
+		size += len(k) + len(v)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
 		return false
 	}
-	it.done = len(it.keys) < iterChunk
+	it.done = len(it.keys) < limit
+	if len(it.fetched) < 64 {
+		it.fetched = append(it.fetched, len(it.keys))
+	}
+	if n := len(it.keys); n > 0 {
+		it.chunk = min(max(iterChunkBytes/max(size/n, 1), 1), iterChunk)
+	}
 	it.pos = 0
 	it.from = bytes.Clone(from)
 	it.loaded = inclusive || from == nil

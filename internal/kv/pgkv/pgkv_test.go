@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -195,5 +196,159 @@ func TestReadOnlyServerUnavailable(t *testing.T) {
 	_, err = db.CondWrite(ctx, kv.CondWrite{Key: []byte("k"), Value: []byte("w"), GuardKey: []byte("k"), GuardValue: []byte("v")})
 	if !errors.Is(err, kv.ErrUnavailable) || !strings.Contains(err.Error(), "25006") {
 		t.Fatalf("conditional write on a read-only server: got %v, want kv.ErrUnavailable (25006)", err)
+	}
+}
+
+// TestIteratorReadsOneSnapshot: an iterator's rows come in several
+// queries; a transaction committed between two of them must be seen whole
+// or not at all. (Each chunk read its own snapshot: pages held half of a
+// batch that straddled a chunk boundary.)
+func TestIteratorReadsOneSnapshot(t *testing.T) {
+	db := open(t, pgtest.NewDatabase(t))
+	defer db.Close()
+	ctx := context.Background()
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%04d", i)) }
+	const rows = 1200 // more than one chunk of any size
+	write := func(gen int) error {
+		return db.Update(ctx, func(tx kv.Txn) error {
+			for i := 0; i < rows; i++ {
+				if err := tx.Set(key(i), []byte(fmt.Sprint(gen))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := write(0); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for gen := 1; ; gen++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := write(gen); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }() // before the store closes
+	for scan := 0; scan < 40; scan++ {
+		seen := map[string]bool{}
+		err := db.View(ctx, func(r kv.Reader) error {
+			it, err := r.NewIter(kv.IterOptions{LowerBound: key(0), UpperBound: key(rows)})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			for ok := it.First(); ok; ok = it.Next() {
+				seen[string(it.Value())] = true
+			}
+			return it.Error()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 {
+			t.Fatalf("scan %d saw the rows of %d transactions: %v", scan, len(seen), seen)
+		}
+	}
+}
+
+// TestIteratorChunksFollowRowSize: large rows are fetched a few at a
+// time, so an iterator that reads one row of a range of large rows does
+// not hold hundreds of them (a fixed 500 rows of 1 MiB held 500 MB).
+func TestIteratorChunksFollowRowSize(t *testing.T) {
+	db := open(t, pgtest.NewDatabase(t))
+	defer db.Close()
+	ctx := context.Background()
+	big := make([]byte, 256<<10)
+	for i := 0; i < 40; i++ {
+		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(fmt.Sprintf("b%02d", i)), big) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var fetched []int
+	err := db.View(ctx, func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		fetched = pgkv.ChunkSizes(it)
+		if n != 40 {
+			t.Errorf("%d rows, want 40", n)
+		}
+		return it.Error()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fetched {
+		if c*len(big) > 8<<20 {
+			t.Errorf("a chunk of %d rows of %d KiB (chunks %v)", c, len(big)>>10, fetched)
+		}
+	}
+}
+
+// TestConflictsExhaustedAreBusy: a write whose serialization failures
+// outlast its retries (other front ends' writers kept winning) fails with
+// kv.ErrUnavailable, which clients get as 503 ServerBusy and retry, not as
+// a 500.
+func TestConflictsExhaustedAreBusy(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	var dbs []*pgkv.DB
+	for range 2 {
+		db, err := pgkv.Open(context.Background(), dsn, &pgkv.Options{MaxRetries: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		dbs = append(dbs, db)
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	var failed []error
+	for round := 0; round < 20 && len(failed) == 0; round++ {
+		var wg sync.WaitGroup
+		for w := 0; w < 8; w++ {
+			wg.Add(1)
+			go func(db *pgkv.DB) {
+				defer wg.Done()
+				err := db.Update(ctx, func(tx kv.Txn) error {
+					v, err := tx.Get([]byte("n"))
+					if err != nil && !errors.Is(err, kv.ErrNotFound) {
+						return err
+					}
+					time.Sleep(2 * time.Millisecond) // let the others read it too
+					return tx.Set([]byte("n"), append(v, 'x'))
+				})
+				if err != nil {
+					mu.Lock()
+					failed = append(failed, err)
+					mu.Unlock()
+				}
+			}(dbs[w%2])
+		}
+		wg.Wait()
+	}
+	if len(failed) == 0 {
+		t.Fatal("no write ran out of retries in 20 rounds of 8 conflicting writers")
+	}
+	for _, err := range failed {
+		if !errors.Is(err, kv.ErrUnavailable) {
+			t.Errorf("conflicts exhausted: %v, want kv.ErrUnavailable", err)
+		}
 	}
 }
