@@ -45,6 +45,9 @@ type Options struct {
 	// RowCacheBytes bounds the cache of recently read entities' stored
 	// values (rowcache.go); 0 or less, or Shared, means none.
 	RowCacheBytes int64
+	// PurgeRetry is the first wait before a failed purge of a dropped
+	// table is tried again; the wait doubles up to a minute. Default 1s.
+	PurgeRetry time.Duration
 }
 
 // Store is a partita.Store on a kv.DB.
@@ -64,6 +67,8 @@ type Store struct {
 	// are forgotten wholesale (they are only a shortcut).
 	nHints  atomic.Int64
 	purging sync.WaitGroup
+	stop    chan struct{} // closed by Close: purges stop retrying
+	stopped sync.Once
 
 	rows   *rowCache   // nil when off or Shared
 	bounds *partBounds // nil when Shared (bounds.go)
@@ -108,7 +113,10 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks()}
+	if o.PurgeRetry <= 0 {
+		o.PurgeRetry = time.Second
+	}
+	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), stop: make(chan struct{})}
 	if !o.Shared {
 		s.rows = newRowCache(o.RowCacheBytes)
 		s.bounds = newPartBounds(ctx, s.db)
@@ -140,8 +148,10 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Close waits for background purges. It does not close the kv.DB.
+// Close waits for background purges (a purge waiting to retry stops; the
+// next Open resumes it). It does not close the kv.DB.
 func (s *Store) Close() error {
+	s.stopped.Do(func() { close(s.stop) })
 	s.purging.Wait()
 	return nil
 }
@@ -327,28 +337,46 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 	return nil
 }
 
+// startPurge removes a dropped table's rows, ACL and catalog entry in the
+// background. A failure (the database restarting, a connection killed) is
+// tried again after a wait that doubles from PurgeRetry to a minute: until
+// the purge is done the name answers TableBeingDeleted, so one failure must
+// not keep it until the next start.
 func (s *Store) startPurge(t *tableRecord) {
 	s.purging.Add(1)
 	go func() {
 		defer s.purging.Done()
-		ctx := context.Background()
-		err := s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
-		if err == nil {
-			err = s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(aclKey(t.id)) })
-		}
-		if err == nil {
-			err = s.db.Update(ctx, func(tx kv.Txn) error {
-				cur, err := readTable(tx, t.account, t.name)
-				if err != nil || cur == nil || cur.id != t.id {
-					return err // re-created or already purged by another front end
-				}
-				return tx.Delete(catalogKey(t.account, strings.ToLower(t.name)))
-			})
-		}
-		if err != nil && !errors.Is(err, kv.ErrClosed) {
-			s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err) // retried at the next start
+		for wait := s.opts.PurgeRetry; ; wait = min(2*wait, time.Minute) {
+			err := s.purge(t)
+			if err == nil || errors.Is(err, kv.ErrClosed) {
+				return
+			}
+			s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err, "retry_in", wait)
+			select {
+			case <-s.stop:
+				return // resumed at the next start
+			case <-time.After(wait):
+			}
 		}
 	}()
+}
+
+func (s *Store) purge(t *tableRecord) error {
+	ctx := context.Background()
+	err := s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
+	if err == nil {
+		err = s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(aclKey(t.id)) })
+	}
+	if err == nil {
+		err = s.db.Update(ctx, func(tx kv.Txn) error {
+			cur, err := readTable(tx, t.account, t.name)
+			if err != nil || cur == nil || cur.id != t.id {
+				return err // re-created or already purged by another front end
+			}
+			return tx.Delete(catalogKey(t.account, strings.ToLower(t.name)))
+		})
+	}
+	return err
 }
 
 // GetTable implements partita.Store.

@@ -1,0 +1,103 @@
+package tablestore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/memkv"
+	"github.com/partita/partita/internal/tablestore"
+)
+
+// failingPurgeDB fails its first DeleteRange calls, as a database that
+// restarts (or whose connections are killed) while a table is purged.
+type failingPurgeDB struct {
+	kv.DB
+	fails atomic.Int32
+}
+
+func (d *failingPurgeDB) DeleteRange(ctx context.Context, start, end []byte) error {
+	if d.fails.Add(-1) >= 0 {
+		return errors.New("terminating connection due to administrator command")
+	}
+	return d.DB.DeleteRange(ctx, start, end)
+}
+
+// TestPurgeRetries: a purge that fails is tried again until it is done, so
+// the dropped table's name is free again without a restart (it answered
+// TableBeingDeleted until the next start).
+func TestPurgeRetries(t *testing.T) {
+	ctx := context.Background()
+	db := &failingPurgeDB{DB: memkv.New()}
+	s, err := tablestore.Open(ctx, db, tablestore.Options{PurgeRetry: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTable(ctx, "acct", "purged"); err != nil {
+		t.Fatal(err)
+	}
+	db.fails.Store(3)
+	if err := s.DeleteTable(ctx, "acct", "purged"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := s.CreateTable(ctx, "acct", "purged")
+		if err == nil {
+			break
+		}
+		if partita.ErrorCode(err) != partita.CodeTableBeingDeleted || time.Now().After(deadline) {
+			t.Fatalf("CreateTable after a failed purge: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := db.fails.Load(); n >= 0 {
+		t.Errorf("%d failures left: the purge was not retried past them", n+1)
+	}
+}
+
+// TestCloseStopsPurgeRetries: Close does not wait for a purge that keeps
+// failing; the next Open resumes it.
+func TestCloseStopsPurgeRetries(t *testing.T) {
+	ctx := context.Background()
+	db := &failingPurgeDB{DB: memkv.New()}
+	s, err := tablestore.Open(ctx, db, tablestore.Options{PurgeRetry: time.Hour, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTable(ctx, "acct", "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	db.fails.Store(1)
+	if err := s.DeleteTable(ctx, "acct", "stuck"); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a purge's retry")
+	}
+	s2, err := tablestore.Open(ctx, db, tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := s2.CreateTable(ctx, "acct", "stuck"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("CreateTable after reopening: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
