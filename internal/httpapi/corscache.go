@@ -22,13 +22,26 @@ const corsCacheTTL = time.Second
 // accounts; the bound only guards against a very large keyring.
 const maxCORSCacheEntries = 1024
 
-// corsCache holds each account's CORS rules for corsCacheTTL.
+// corsLoadTimeout bounds one read of an account's service properties for
+// the cache (it runs apart from the requests waiting for it).
+const corsLoadTimeout = 30 * time.Second
+
+// corsCache holds each account's CORS rules for corsCacheTTL. An entry
+// past its TTL is still served while one read of the store, shared by
+// every request that finds it old, replaces it: requests read the rules
+// before they take a slot, so with a slow or stalled store each of them
+// waiting for its own read would queue outside --max-inflight (and
+// thousands of reads would stampede the store when the entry expired).
+// Only an account's first read is waited for, by everyone at once.
 type corsCache struct {
 	mu sync.RWMutex
 	m  map[string]corsEntry
 	// gen counts forget calls: rules read before a change is stored are
 	// not cached after it.
 	gen uint64
+	// loading holds the read in flight per account (keyed after
+	// authentication, so bounded by the configured accounts).
+	loading map[string]*corsLoad
 }
 
 type corsEntry struct {
@@ -36,29 +49,72 @@ type corsEntry struct {
 	expires time.Time
 }
 
-// rules returns the account's CORS rules, from the cache while fresh.
+// corsLoad is one read of an account's rules; done is closed once rules
+// or err is set.
+type corsLoad struct {
+	done  chan struct{}
+	rules []settings.CorsRule
+	err   error
+}
+
+// rules returns the account's CORS rules: from the cache while fresh, the
+// old ones while a read replaces them, or, the first time, those of the
+// read every request waits for (until ctx is done).
 func (c *corsCache) rules(ctx context.Context, s *Server, account string) ([]settings.CorsRule, error) {
 	now := s.now()
 	c.mu.RLock()
 	e, ok := c.m[account]
-	gen := c.gen
 	c.mu.RUnlock()
 	if ok && now.Before(e.expires) {
 		return e.rules, nil
 	}
-	p, err := s.loadProperties(ctx, account)
-	if err != nil {
-		return nil, err
-	}
 	c.mu.Lock()
-	if c.gen == gen {
-		if c.m == nil || len(c.m) >= maxCORSCacheEntries {
-			c.m = make(map[string]corsEntry)
+	if e2, ok2 := c.m[account]; ok2 && now.Before(e2.expires) {
+		c.mu.Unlock()
+		return e2.rules, nil // read by another request meanwhile
+	}
+	l := c.loading[account]
+	if l == nil {
+		l = &corsLoad{done: make(chan struct{})}
+		if c.loading == nil {
+			c.loading = make(map[string]*corsLoad)
 		}
-		c.m[account] = corsEntry{rules: p.Cors, expires: now.Add(corsCacheTTL)}
+		c.loading[account] = l
+		go c.load(s, account, c.gen, l)
 	}
 	c.mu.Unlock()
-	return p.Cors, nil
+	if ok {
+		return e.rules, nil
+	}
+	select {
+	case <-l.done:
+		return l.rules, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// load reads the account's rules into l and, unless forget was called
+// meanwhile, into the cache.
+func (c *corsCache) load(s *Server, account string, gen uint64, l *corsLoad) {
+	ctx, cancel := context.WithTimeout(context.Background(), corsLoadTimeout)
+	defer cancel()
+	p, err := s.loadProperties(ctx, account)
+	c.mu.Lock()
+	if err != nil {
+		l.err = err
+	} else {
+		l.rules = p.Cors
+		if c.gen == gen {
+			if c.m == nil || len(c.m) >= maxCORSCacheEntries {
+				c.m = make(map[string]corsEntry)
+			}
+			c.m[account] = corsEntry{rules: p.Cors, expires: s.now().Add(corsCacheTTL)}
+		}
+	}
+	delete(c.loading, account)
+	c.mu.Unlock()
+	close(l.done)
 }
 
 // forget drops the account's entry, after its properties changed.

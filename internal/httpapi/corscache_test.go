@@ -3,9 +3,11 @@ package httpapi
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/partita/partita"
 	"github.com/partita/partita/internal/kv/memkv"
 	"github.com/partita/partita/internal/settings"
 	"github.com/partita/partita/internal/tablestore"
@@ -51,7 +53,95 @@ func TestCORSCacheFollowsClock(t *testing.T) {
 	mu.Lock()
 	now = now.Add(2 * corsCacheTTL)
 	mu.Unlock()
-	if got := origin(); got != "http://b" {
-		t.Fatalf("after the TTL on the server's clock: %s, want http://b", got)
+	// Past the TTL the old rules are served while one read replaces them.
+	deadline := time.Now().Add(5 * time.Second)
+	for got := origin(); got != "http://b"; got = origin() {
+		if got != "http://a" || time.Now().After(deadline) {
+			t.Fatalf("after the TTL on the server's clock: %s, want http://b (or http://a until it is read)", got)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stallingStore blocks GetServiceProperties until release is closed, and
+// counts the calls.
+type stallingStore struct {
+	partita.Store
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (s *stallingStore) GetServiceProperties(ctx context.Context, account string) ([]byte, error) {
+	s.calls.Add(1)
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return s.Store.GetServiceProperties(ctx, account)
+}
+
+// TestCORSCacheStoreStall: requests read the CORS rules before they take a
+// slot, so a stalled store must not hold them there. Past the TTL they get
+// the old rules at once while one read (not one each) replaces them; the
+// first read of an account is one read that every request waits for.
+func TestCORSCacheStoreStall(t *testing.T) {
+	ctx := context.Background()
+	ts, err := tablestore.Open(ctx, memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	store := &stallingStore{Store: ts, release: make(chan struct{})}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s := New(Options{Store: store, Now: clock})
+
+	// The first read: 20 callers, one read of the store.
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.corsCache.rules(ctx, s, "acct"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for store.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(store.release)
+	wg.Wait()
+	if n := store.calls.Load(); n != 1 {
+		t.Errorf("%d reads of the store for 20 first callers, want 1", n)
+	}
+
+	// Past the TTL, with the store stalled: no caller waits.
+	store.release = make(chan struct{})
+	defer close(store.release)
+	mu.Lock()
+	now = now.Add(2 * corsCacheTTL)
+	mu.Unlock()
+	start := time.Now()
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second) // a caller that waits fails, not hangs
+	defer cancel()
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.corsCache.rules(waitCtx, s, "acct"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("50 callers took %v with the store stalled", d)
+	}
+	if n := store.calls.Load(); n != 2 {
+		t.Errorf("%d reads of the store, want 2 (the first, and one to replace the old rules)", n)
 	}
 }
