@@ -142,7 +142,13 @@ func statusOf(code partita.Code) int {
 func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 	code, msg := classify(err)
 	status := statusOf(code)
-	if code == partita.CodeInternal || (status >= 500 && code != partita.CodeNotImplemented && code != partita.CodeServerBusy) {
+	gone := rc.ctx != nil && errors.Is(rc.ctx.Err(), context.Canceled) && errors.Is(err, context.Canceled)
+	if gone {
+		// The client closed its connection: not the server's failure, and
+		// a client doing it on purpose must not fill the log (the
+		// PostgreSQL engine's reads fail with it when their request goes).
+		s.log.Debug("request abandoned by the client", "op", rc.op, "request_id", rc.id, "err", err)
+	} else if code == partita.CodeInternal || (status >= 500 && code != partita.CodeNotImplemented && code != partita.CodeServerBusy) {
 		s.log.Error("request failed", "op", rc.op, "request_id", rc.id, "err", err)
 	} else {
 		s.log.Debug("request rejected", "op", rc.op, "request_id", rc.id, "code", code, "err", err)

@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,4 +198,54 @@ func TestServer_SASShareIgnoresSignatureSpelling(t *testing.T) {
 			t.Errorf("claims %q and %q for one token", keys[0], k)
 		}
 	}
+}
+
+// ctxStore fails QueryTables with its context's error once that is done.
+type ctxStore struct {
+	partita.Store
+	entered chan struct{}
+}
+
+func (c *ctxStore) QueryTables(ctx context.Context, account string, q partita.TableQuery) (partita.TablePage, error) {
+	c.entered <- struct{}{}
+	<-ctx.Done()
+	return partita.TablePage{}, fmt.Errorf("pgkv: scan: %w", ctx.Err())
+}
+
+// TestServer_AbandonedRequestIsNotAnError: a request whose client went
+// away fails with context.Canceled; that is logged at debug level, not as
+// an error, so clients dropping connections on purpose cannot fill the log.
+func TestServer_AbandonedRequestIsNotAnError(t *testing.T) {
+	ts, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	var mu sync.Mutex
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	st := &ctxStore{Store: ts, entered: make(chan struct{}, 1)}
+	s := New(Options{Store: st, Accounts: kr, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	ctx, cancel := context.WithCancel(context.Background())
+	r := signedRequest(t, "GET", "/devstoreaccount1/Tables").WithContext(ctx)
+	done := make(chan struct{})
+	go func() { s.ServeHTTP(httptest.NewRecorder(), r); close(done) }()
+	<-st.entered
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logged.String(), "level=ERROR") {
+		t.Errorf("an abandoned request was logged as an error:\n%s", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
