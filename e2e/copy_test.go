@@ -762,6 +762,9 @@ func TestCopySelection(t *testing.T) {
 	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--filter", "PartitionKey eq 'p'"); err == nil || !strings.Contains(stderr, "--filter selects the entities of an endpoint source") {
 		t.Errorf("--filter with a file source: err %v, stderr %q", err, stderr)
 	}
+	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--tables", "only[*"); err == nil || !strings.Contains(stderr, `--tables: bad pattern "only[*"`) {
+		t.Errorf("a bad --tables pattern with a file source: err %v, stderr %q", err, stderr)
+	}
 	// Every writer holds a batch and a page: a million of them took 2.7 GB.
 	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--parallel", "1000000"); err == nil || !strings.Contains(stderr, "--parallel 1000000: at most 256") {
 		t.Errorf("--parallel 1000000: err %v, stderr %q", err, stderr)

@@ -563,7 +563,11 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 	created := map[string]bool{} // bounded by maxTables
 	var readErr error
 	// chosen reports whether --tables selects a table of the files; its
-	// answers are kept for maxTables names.
+	// answers are kept for maxTables names. A bad pattern fails here, as
+	// for an endpoint source, not as a selection of nothing.
+	if _, err := selectTables([]string{""}, o.Tables); err != nil {
+		return err
+	}
 	choice := map[string]bool{}
 	chosen := func(table string) bool {
 		if len(o.Tables) == 0 {
