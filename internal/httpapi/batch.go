@@ -254,7 +254,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	q, _ := parseQuery(rawQuery)
 	o.meta = rc.meta
 	if q.Get("$format") != "" {
-		o.meta, _ = negotiate("", q)
+		o.meta, _ = negotiate("", q, false)
 	}
 	o.prefer = prefer(sr.Header)
 	o.table = res.table
@@ -332,7 +332,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 		return err
 	}
 	q, _ := parseQuery(rawQuery)
-	meta, _ := negotiate(sr.Header.Get("Accept"), q)
+	meta, _ := negotiate(sr.Header.Get("Accept"), q, false)
 	var resp changeset.Response
 	e, err := s.store.GetEntity(rc.ctx, rc.account, res.table, res.key)
 	if err != nil {

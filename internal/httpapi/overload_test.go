@@ -249,3 +249,36 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestServer_AtomAcceptOnlyRefusedForJSONOperations: an Accept asking for
+// Atom (application/atom+xml or application/xml) is 415 on entity and
+// table operations, which answer JSON; the XML operations answer XML
+// whatever the Accept.
+func TestServer_AtomAcceptOnlyRefusedForJSONOperations(t *testing.T) {
+	ts, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.CreateTable(context.Background(), "devstoreaccount1", "atomt"); err != nil {
+		t.Fatal(err)
+	}
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	s := New(Options{Store: ts, Accounts: kr})
+	for _, tt := range []struct {
+		path, accept string
+		status       int
+	}{
+		{"/devstoreaccount1/atomt()", "application/xml", 415},
+		{"/devstoreaccount1/atomt()", "application/atom+xml", 415},
+		{"/devstoreaccount1/atomt?comp=acl", "application/xml", 200},
+		{"/devstoreaccount1/atomt?comp=acl", "application/atom+xml,application/xml", 200},
+	} {
+		r := signedRequest(t, "GET", tt.path)
+		r.Header.Set("Accept", tt.accept)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		if w.Code != tt.status {
+			t.Errorf("GET %s, Accept %s: %d %s, want %d", tt.path, tt.accept, w.Code, w.Header().Get("x-ms-error-code"), tt.status)
+		}
+	}
+}

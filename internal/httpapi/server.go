@@ -361,16 +361,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if q.Get("comp") != "" || q.Get("restype") != "" {
 		rc.xml = true
 	}
-	accept := r.Header.Get("Accept")
-	meta, err := negotiate(accept, q)
+	meta, err := negotiate(r.Header.Get("Accept"), q, rc.xml)
 	if err != nil {
 		return err
-	}
-	if !rc.xml && strings.HasPrefix(accept, "application/xml") && q.Get("$format") == "" {
-		// On entity and table operations application/xml asks for Atom, as
-		// application/atom+xml does; the XML operations (comp=, restype=)
-		// answer XML whatever is asked.
-		return partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
 	}
 	rc.meta = meta
 	if !validVersion(version) {
@@ -471,12 +464,15 @@ func (s *Server) claims(rc *reqCtx, b *budget) []claim {
 }
 
 // negotiate picks the JSON metadata level from $format or, without it,
-// the Accept header.
-func negotiate(accept string, q url.Values) (wire.Metadata, error) {
+// the Accept header. On entity and table operations an Accept of
+// application/atom+xml or application/xml asks for Atom, which partita
+// does not serve (415); the XML operations (xmlOp: comp=, restype=)
+// answer XML whatever is asked.
+func negotiate(accept string, q url.Values, xmlOp bool) (wire.Metadata, error) {
 	f := q.Get("$format")
 	if f == "" {
 		f = accept
-		if strings.HasPrefix(f, "application/atom+xml") {
+		if !xmlOp && (strings.HasPrefix(f, "application/atom+xml") || strings.HasPrefix(f, "application/xml")) {
 			return 0, partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
 		}
 	}
