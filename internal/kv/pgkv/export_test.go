@@ -2,6 +2,6 @@ package pgkv
 
 import "github.com/partita/partita/internal/kv"
 
-// ChunkSizes returns the row counts of the chunks an iterator of this
-// package has fetched.
-func ChunkSizes(it kv.Iterator) []int { return it.(*iter).fetched }
+// Loaded returns how many rows an iterator of this package holds in
+// memory: the chunk it last fetched.
+func Loaded(it kv.Iterator) int { return len(it.(*iter).keys) }

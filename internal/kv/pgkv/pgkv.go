@@ -504,9 +504,8 @@ type iter struct {
 	lower, upper []byte
 	keys, vals   [][]byte
 	pos          int
-	chunk        int   // rows the next query asks for
-	fetched      []int // rows of each chunk, for tests (export_test.go)
-	done         bool  // the last chunk was short: nothing after it
+	chunk        int  // rows the next query asks for
+	done         bool // the last chunk was short: nothing after it
 	err          error
 	// from is where the loaded chunk starts (inclusive): the chunk holds
 	// every row in [from, last loaded key], or in [from, upper) when done.
@@ -557,9 +556,6 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		return false
 	}
 	it.done = len(it.keys) < limit
-	if len(it.fetched) < 64 {
-		it.fetched = append(it.fetched, len(it.keys))
-	}
 	if n := len(it.keys); n > 0 {
 		it.chunk = min(max(iterChunkBytes/max(size/n, 1), 1), iterChunk)
 	}
