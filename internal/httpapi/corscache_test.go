@@ -13,19 +13,32 @@ import (
 	"github.com/partita/partita/internal/tablestore"
 )
 
+// memTableStore returns a tablestore on memory, closed when t ends.
+func memTableStore(t *testing.T) *tablestore.Store {
+	t.Helper()
+	s, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// testClock returns a clock standing at start, and a way to move it.
+func testClock(start time.Time) (now func() time.Time, advance func(time.Duration)) {
+	var mu sync.Mutex
+	t := start
+	return func() time.Time { mu.Lock(); defer mu.Unlock(); return t },
+		func(d time.Duration) { mu.Lock(); t = t.Add(d); mu.Unlock() }
+}
+
 // TestCORSCacheFollowsClock: the CORS cache's expiry is measured on the
 // server's clock (Options.Now): rules stored behind the cache's back are
 // served from memory until that clock passes the TTL, then read anew.
 func TestCORSCacheFollowsClock(t *testing.T) {
 	ctx := context.Background()
-	store, err := tablestore.Open(ctx, memkv.New(), tablestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	var mu sync.Mutex
-	now := time.Now().Add(-time.Hour) // well before the real clock
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := memTableStore(t)
+	clock, advance := testClock(time.Now().Add(-time.Hour)) // well before the real clock
 	s := New(Options{Store: store, Now: clock})
 	set := func(origin string) {
 		p := settings.DefaultServiceProperties()
@@ -50,9 +63,7 @@ func TestCORSCacheFollowsClock(t *testing.T) {
 	if got := origin(); got != "http://a" {
 		t.Fatalf("within the TTL: %s, want the cached http://a", got)
 	}
-	mu.Lock()
-	now = now.Add(2 * corsCacheTTL)
-	mu.Unlock()
+	advance(2 * corsCacheTTL)
 	// Past the TTL the old rules are served while one read replaces them.
 	deadline := time.Now().Add(5 * time.Second)
 	for got := origin(); got != "http://b"; got = origin() {
@@ -87,15 +98,8 @@ func (s *stallingStore) GetServiceProperties(ctx context.Context, account string
 // first read of an account is one read that every request waits for.
 func TestCORSCacheStoreStall(t *testing.T) {
 	ctx := context.Background()
-	ts, err := tablestore.Open(ctx, memkv.New(), tablestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ts.Close()
-	store := &stallingStore{Store: ts, release: make(chan struct{})}
-	var mu sync.Mutex
-	now := time.Now()
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	store := &stallingStore{Store: memTableStore(t), release: make(chan struct{})}
+	clock, advance := testClock(time.Now())
 	s := New(Options{Store: store, Now: clock})
 
 	// The first read: 20 callers, one read of the store.
@@ -122,9 +126,7 @@ func TestCORSCacheStoreStall(t *testing.T) {
 	// Past the TTL, with the store stalled: no caller waits.
 	store.release = make(chan struct{})
 	defer close(store.release)
-	mu.Lock()
-	now = now.Add(2 * corsCacheTTL)
-	mu.Unlock()
+	advance(2 * corsCacheTTL)
 	start := time.Now()
 	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second) // a caller that waits fails, not hangs
 	defer cancel()

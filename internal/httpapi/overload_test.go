@@ -216,10 +216,7 @@ func (c *ctxStore) QueryTables(ctx context.Context, account string, q partita.Ta
 // away fails with context.Canceled; that is logged at debug level, not as
 // an error, so clients dropping connections on purpose cannot fill the log.
 func TestServer_AbandonedRequestIsNotAnError(t *testing.T) {
-	ts, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := memTableStore(t)
 	var logged bytes.Buffer
 	var mu sync.Mutex
 	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
@@ -255,10 +252,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // table operations, which answer JSON; the XML operations answer XML
 // whatever the Accept.
 func TestServer_AtomAcceptOnlyRefusedForJSONOperations(t *testing.T) {
-	ts, err := tablestore.Open(context.Background(), memkv.New(), tablestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ts := memTableStore(t)
 	if _, err := ts.CreateTable(context.Background(), "devstoreaccount1", "atomt"); err != nil {
 		t.Fatal(err)
 	}
