@@ -257,12 +257,16 @@ func Open(dir string, o *Options) (*DB, error) {
 		}
 		claim = c
 	}
+	abandoned := false
+	defer func() {
+		if !opened && !abandoned {
+			claim.release() // an abandoned Open may still use the directory
+		}
+	}()
 	fatal.guardOff = o.MinFreeBytes < 0
 	db, err := openPebble(dir, po, fatal)
-	if err != nil && !errors.Is(err, errAbandoned) {
-		claim.release() // an abandoned Open may still use the directory
-	}
-	if !errors.Is(err, errAbandoned) {
+	abandoned = errors.Is(err, errAbandoned)
+	if !abandoned {
 		// The DB holds its own reference. An Open left running may
 		// still take one: the cache then stays, for a process that is
 		// about to exit anyway.
@@ -277,13 +281,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	if !o.ReadOnly {
 		if err := writeStoreVersion(po.FS, dir); err != nil {
 			db.Close()
-			claim.release()
 			return nil, err
 		}
 		if claim != nil {
 			if err := claim.finish(fs, dir, o.WALDir); err != nil {
 				db.Close()
-				claim.release()
 				return nil, err
 			}
 		}
