@@ -774,6 +774,7 @@ func TestCopySelection(t *testing.T) {
 	os.WriteFile(dup, []byte(`{"table":"dupk","PartitionKey":"p","RowKey":"a","props":[["V","Edm.Int32","1"]]}
 {"table":"dupk","PartitionKey":"p","RowKey":"a","props":[["V","Edm.Int32","2"]]}
 {"table":"dupk","PartitionKey":"p","RowKey":"b","props":[["V","Edm.Int32","3"]]}
+{"table":"dupk","PartitionKey":"p","RowKey":"a","props":[["V","Edm.Int32","4"]]}
 `), 0o644)
 	for _, args := range [][]string{{"--parallel", "1"}, {"--on-refused", "skip"}} {
 		if _, stderr, err := runCopy(t, append([]string{"--from", dup, "--to", bConn}, args...)...); err != nil {

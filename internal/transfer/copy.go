@@ -550,6 +550,7 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 	var pendingP []prepared
 	pendTable, pendPK := "", ""
 	pendBytes, pendN := 0, 0
+	pendLastRK, pendAscending := "", false // the batch's last RowKey; whether its keys ascend
 	flush := func() {
 		if pendN == 0 {
 			return
@@ -646,9 +647,19 @@ files:
 			// the batches by the bodies themselves): Entity.Size counts
 			// UTF-16, which cost more than the rest of the batching.
 			sz := lr.lastLen * 2
-			if pendN > 0 && (rec.Table != pendTable || pp.pk != pendPK || pendN == 100 || pendBytes+sz > maxBatchBytes || pendingHas(pending, pendingP, rec.Entity, pp)) {
+			rk := pp.rk
+			if rec.Entity != nil {
+				rk = rec.Entity.RowKey
+			}
+			// A key after every key of the batch repeats none of them (an
+			// export's lines come in key order): only otherwise is the
+			// batch searched.
+			if pendN > 0 && (rec.Table != pendTable || pp.pk != pendPK || pendN == 100 || pendBytes+sz > maxBatchBytes ||
+				!(pendAscending && rk > pendLastRK) && pendingHas(pending, pendingP, rk)) {
 				flush()
 			}
+			pendAscending = pendN == 0 || pendAscending && rk > pendLastRK
+			pendLastRK = rk
 			pendTable, pendPK = rec.Table, pp.pk
 			if rec.Entity != nil {
 				pending = append(pending, rec.Entity)
@@ -683,22 +694,19 @@ files:
 	return ctx.Err()
 }
 
-// pendingHas reports whether the batch in the making already holds the
-// record's key (its partition is the batch's). A batch may hold a key once
-// (the service refuses the whole batch otherwise), so the line starts the
-// next batch: of a file's two lines of one key, one is kept, whichever
-// batch lands last (docs/COPY.md).
-func pendingHas(pending []*partita.Entity, pendingP []prepared, e *partita.Entity, pp prepared) bool {
-	if e != nil {
-		for _, x := range pending {
-			if x.RowKey == e.RowKey {
-				return true
-			}
+// pendingHas reports whether the batch in the making already holds RowKey
+// rk (its partition is the batch's). A batch may hold a key once (the
+// service refuses the whole batch otherwise), so the line starts the next
+// batch: of a file's two lines of one key, one is kept, whichever batch
+// lands last (docs/COPY.md).
+func pendingHas(pending []*partita.Entity, pendingP []prepared, rk string) bool {
+	for _, x := range pending {
+		if x.RowKey == rk {
+			return true
 		}
-		return false
 	}
 	for i := range pendingP {
-		if pendingP[i].rk == pp.rk {
+		if pendingP[i].rk == rk {
 			return true
 		}
 	}
