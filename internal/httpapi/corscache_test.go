@@ -143,6 +143,12 @@ func TestCORSCacheStoreStall(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("50 callers took %v with the store stalled", d)
 	}
+	// The replacing read runs apart from the callers: wait for it to start,
+	// then for any second one that would.
+	for deadline := time.Now().Add(5 * time.Second); store.calls.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
 	if n := store.calls.Load(); n != 2 {
 		t.Errorf("%d reads of the store, want 2 (the first, and one to replace the old rules)", n)
 	}
