@@ -56,31 +56,20 @@ func (s *Server) authenticate(r *http.Request, rc *reqCtx, rawPath string, q url
 }
 
 // applyPolicy fills a SAS from the stored access policy it names;
-// removing or changing the policy therefore revokes or changes the SAS.
+// removing or changing the policy therefore revokes or changes the SAS
+// (within aclCacheTTL on other front ends).
 func (s *Server) applyPolicy(ctx context.Context, account string, sas *auth.SAS) error {
 	if sas.Kind != auth.ServiceSAS {
 		return auth.ErrMalformedSAS
 	}
-	raw, err := s.store.GetTableACL(ctx, account, sas.Table)
-	if err != nil {
-		if partita.ErrorCode(err) == partita.CodeTableNotFound {
-			return auth.ErrPolicyNotFound
-		}
-		return err
-	}
-	ids, err := settings.UnmarshalACL(raw)
+	acl, err := s.aclCache.get(ctx, aclCacheKey(account, sas.Table))
 	if err != nil {
 		return err
 	}
-	var policies []auth.Policy
-	for _, id := range ids {
-		p := auth.Policy{ID: id.ID}
-		if id.Policy != nil {
-			p.Start, p.Expiry, p.Permission = id.Policy.Start, id.Policy.Expiry, id.Policy.Permission
-		}
-		policies = append(policies, p)
+	if acl.missing {
+		return auth.ErrPolicyNotFound
 	}
-	p, err := auth.FindPolicy(policies, sas.Identifier)
+	p, err := auth.FindPolicy(acl.policies, sas.Identifier)
 	if err != nil {
 		return err
 	}

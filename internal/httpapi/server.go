@@ -94,6 +94,7 @@ type Server struct {
 	bodyRate  int64
 	date      atomic.Pointer[cachedDate]
 	corsCache corsCache // the accounts' CORS rules, for corsHeaders
+	aclCache  aclCache  // tables' stored access policies, for a SAS's si
 	console   http.Handler
 	metrics   *metrics.Metrics
 	advisor   *advisor.Advisor
@@ -132,6 +133,8 @@ func New(o Options) *Server {
 	if s.bodyRate <= 0 {
 		s.bodyRate = 64 << 10
 	}
+	s.corsCache.init(s)
+	s.aclCache.init(s)
 	s.slots = newBudget(int64(o.MaxInFlight))
 	o.Metrics.InFlightFrom(s.slots.inUse)
 	s.bodies = newBudget(o.MaxBodyBytes)

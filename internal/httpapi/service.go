@@ -175,6 +175,7 @@ func (s *Server) handleTableACL(w http.ResponseWriter, r *http.Request, rc *reqC
 		if err := s.store.SetTableACL(rc.ctx, rc.account, table, raw); err != nil {
 			return err
 		}
+		s.aclCache.forget(aclCacheKey(rc.account, table))
 		w.Header().Del("X-Content-Type-Options")
 		writeNoContent(w)
 		return nil
@@ -204,7 +205,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 	var rules []settings.CorsRule
 	if _, known := s.keys[rc.account]; known {
 		var err error
-		if rules, err = s.corsCache.rules(r.Context(), s, rc.account); err != nil {
+		if rules, err = s.corsCache.rules(r.Context(), rc.account); err != nil {
 			return err
 		}
 	}
@@ -241,7 +242,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 //   - no matching rule (with or without an Origin header): only
 //     Vary: Origin, since the answer would differ for another origin.
 func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx) {
-	rules, err := s.corsCache.rules(rc.ctx, s, rc.account)
+	rules, err := s.corsCache.rules(rc.ctx, rc.account)
 	if err != nil || len(rules) == 0 {
 		return
 	}

@@ -155,6 +155,7 @@ func (s *Server) handleDeleteTable(w http.ResponseWriter, r *http.Request, rc *r
 	if err := s.store.DeleteTable(rc.ctx, rc.account, name); err != nil {
 		return err
 	}
+	s.aclCache.forget(aclCacheKey(rc.account, name))
 	writeNoContent(w)
 	return nil
 }
