@@ -144,6 +144,9 @@ func (lr *lineReader) next() (Record, error) {
 		if len(line) == 0 && err == io.EOF {
 			return Record{}, io.EOF
 		}
+		if errors.Is(err, ErrMalformed) {
+			return Record{}, err // readLine named the file and line
+		}
 		if err != nil && err != io.EOF {
 			return Record{}, fmt.Errorf("source: %s: %w", lr.path, err)
 		}
@@ -171,6 +174,9 @@ func (lr *lineReader) nextPrepared() (string, prepared, error) {
 		line, err := lr.readLine()
 		if len(line) == 0 && err == io.EOF {
 			return "", prepared{}, io.EOF
+		}
+		if errors.Is(err, ErrMalformed) {
+			return "", prepared{}, err // readLine named the file and line
 		}
 		if err != nil && err != io.EOF {
 			return "", prepared{}, fmt.Errorf("source: %s: %w", lr.path, err)

@@ -313,6 +313,11 @@ func parseValueText(typ, s string) (edm.Value, error) {
 		return edm.DoubleValue(f), nil
 	case edm.DateTime:
 		ticks, err := edm.ParseDateTime(s)
+		if errors.Is(err, edm.ErrRange) && edm.FormatDateTime7(ticks) == s {
+			// Canonical, but before 1601 (or past 9999): no service stores
+			// it, so no export holds it.
+			return edm.Value{}, fmt.Errorf("%q is outside the range of Edm.DateTime (1601-01-01 to 9999-12-31)", s)
+		}
 		if err != nil || edm.FormatDateTime7(ticks) != s {
 			return bad()
 		}

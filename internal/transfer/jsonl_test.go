@@ -120,6 +120,8 @@ func TestDecodeRecordErrors(t *testing.T) {
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Int64","01"]]}`, "not a canonical Edm.Int64"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Double","5"]]}`, "not a canonical Edm.Double"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.DateTime","2020-01-01T00:00:00Z"]]}`, "not a canonical Edm.DateTime"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.DateTime","1600-12-31T23:59:59.9999999Z"]]}`, "outside the range of Edm.DateTime"},
+		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.DateTime","1600-12-31T23:59:59Z"]]}`, "not a canonical Edm.DateTime"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Guid","NOT-A-GUID"]]}`, "not a canonical Edm.Guid"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Binary","@@"]]}`, "not a canonical Edm.Binary"},
 		{`{"table":"t","PartitionKey":"p","RowKey":"r","props":[["A","Edm.Decimal","1"]]}`, "unknown type"},
@@ -316,8 +318,8 @@ func TestParseEndpoint(t *testing.T) {
 }
 
 // TestLineTooLong: a file with a line over maxLine (here: no newline at
-// all) is refused as malformed, naming the line, instead of being read
-// whole into memory.
+// all) is refused as malformed, naming the file once and the line,
+// instead of being read whole into memory.
 func TestLineTooLong(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	if err := os.WriteFile(path, bytes.Repeat([]byte("x"), maxLine+2), 0o644); err != nil {
@@ -328,7 +330,19 @@ func TestLineTooLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lr.close()
-	if _, err := lr.next(); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), ":1: a line longer than") {
+	_, err = lr.next()
+	if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), ":1: a line longer than") {
 		t.Fatalf("next: %v, want ErrMalformed for line 1", err)
+	}
+	if n := strings.Count(err.Error(), path); n != 1 {
+		t.Errorf("next: %v names the file %d times, want once", err, n)
+	}
+	lr2, err := openLines(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lr2.close()
+	if _, _, err := lr2.nextPrepared(); !errors.Is(err, ErrMalformed) || strings.Count(err.Error(), path) != 1 {
+		t.Errorf("nextPrepared: %v, want ErrMalformed naming the file once", err)
 	}
 }
