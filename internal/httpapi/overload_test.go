@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -274,5 +275,32 @@ func TestServer_AtomAcceptOnlyRefusedForJSONOperations(t *testing.T) {
 		if w.Code != tt.status {
 			t.Errorf("GET %s, Accept %s: %d %s, want %d", tt.path, tt.accept, w.Code, w.Header().Get("x-ms-error-code"), tt.status)
 		}
+	}
+}
+
+// TestServer_EmptyHostLocation: a request without a host (HTTP/1.0, or an
+// empty Host header) gets Location and odata.metadata on the address it
+// came to, not "http:///…".
+func TestServer_EmptyHostLocation(t *testing.T) {
+	ts := memTableStore(t)
+	kr, _ := auth.ParseAccounts("devstoreaccount1:" + testKey)
+	s := New(Options{Store: ts, Accounts: kr})
+	r := signedRequest(t, "POST", "/devstoreaccount1/Tables")
+	body := `{"TableName":"hostless"}`
+	r.Body, r.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Host = ""
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 10002}
+	r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(addr)))
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	if w.Code != 201 {
+		t.Fatalf("create table: %d %s", w.Code, w.Body)
+	}
+	if loc := w.Header().Get("Location"); loc != "http://127.0.0.1:10002/devstoreaccount1/Tables('hostless')" {
+		t.Errorf("Location %q", loc)
+	}
+	if !strings.Contains(w.Body.String(), `"http://127.0.0.1:10002/devstoreaccount1/$metadata`) {
+		t.Errorf("body %s", w.Body)
 	}
 }

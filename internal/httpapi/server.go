@@ -386,7 +386,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	rc.base = scheme + "://" + r.Host + prefix
+	host := r.Host
+	if host == "" {
+		// HTTP/1.0 without Host, or an empty Host header: the address the
+		// request came to, not "http:///…" in Location and odata.id.
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			host = a.String()
+		}
+	}
+	rc.base = scheme + "://" + host + prefix
 
 	rc.secondary = strings.HasSuffix(signing, "-secondary")
 	if r.Method == http.MethodOptions {
