@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -223,11 +224,27 @@ func (d *DB) deleteRange(start, end []byte) error {
 }
 
 // walFS reports the write-ahead log's write errors to the fataler before
-// Pebble sees them, and makes table files bufferedFiles.
+// Pebble sees them, and makes table files bufferedFiles: the store's own
+// files, in dirs (the data directory, and the WAL's when apart). Pebble
+// also writes a checkpoint (partita backup) through this file system, and
+// a backup's target that fills up or fails must fail the backup, not stop
+// the store as its own log would.
 type walFS struct {
 	vfs.FS
 	fatal  *fataler
 	tables *tableFiles
+	dirs   []string // cleaned
+}
+
+// inStore reports whether name is a file of the store's own directories.
+func (fs walFS) inStore(name string) bool {
+	dir := filepath.Clean(fs.FS.PathDir(name))
+	for _, d := range fs.dirs {
+		if dir == d {
+			return true
+		}
+	}
+	return false
 }
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
@@ -245,6 +262,9 @@ func (fs walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCat
 }
 
 func (fs walFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if !fs.inStore(name) {
+		return f, err
+	}
 	if isTableFile(name) {
 		if err != nil {
 			fs.tables.failed()

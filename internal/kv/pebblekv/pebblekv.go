@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -207,7 +208,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o.MaxSyncDuration > 0 {
 		tables.maxWait = o.MaxSyncDuration / 4
 	}
-	pfs, watcher := watchDisk(walFS{FS: fs, fatal: fatal, tables: tables}, o, fatal)
+	storeDirs := []string{filepath.Clean(dir)}
+	if o.WALDir != "" {
+		storeDirs = append(storeDirs, filepath.Clean(o.WALDir))
+	}
+	pfs, watcher := watchDisk(walFS{FS: fs, fatal: fatal, tables: tables, dirs: storeDirs}, o, fatal)
 	opened := false
 	defer func() {
 		if !opened {

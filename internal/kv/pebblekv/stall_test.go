@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,6 +318,61 @@ func TestStalledCheckpointIsNotFatal(t *testing.T) {
 	}
 	if _, err := pebblekv.StoreFS(db).Stat("backup/" + pebblekv.StoreVersionFile); err != nil {
 		t.Errorf("the finished backup: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFailingCheckpointIsNotFatal: a checkpoint whose destination fails
+// its writes (a full target file system) fails the backup alone. Pebble
+// writes the image's copy of the write-ahead log through the store's file
+// system; it is not the store's log, and its write errors must not stop
+// the store as the store's own log's would (here the log's copy is what
+// fails).
+func TestFailingCheckpointIsNotFatal(t *testing.T) {
+	full := errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if strings.Contains(op.Path, "backup") && strings.HasSuffix(op.Path, ".log") && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileWriteAt) {
+			return syscall.ENOSPC
+		}
+		return nil
+	})
+	db, fatal := storeOn(t, full, time.Second, nil)
+	for i := range 100 {
+		if err := db.Update(context.Background(), func(tx kv.Txn) error {
+			return tx.Set(fmt.Appendf(nil, "k%03d", i), bytes.Repeat([]byte("v"), 1000))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backup := make(chan error, 1)
+	go func() { backup <- db.Checkpoint(context.Background(), "backup") }()
+	select {
+	case err := <-fatal:
+		t.Fatalf("a full checkpoint destination stopped the store: %v", err)
+	case err := <-backup:
+		if err == nil {
+			t.Fatal("the checkpoint onto a full destination succeeded: the test proves nothing")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the checkpoint onto a full destination neither failed nor stopped the store in 30 s")
+	}
+	if err := db.Update(context.Background(), func(tx kv.Txn) error { return tx.Set([]byte("after"), []byte("x")) }); err != nil {
+		t.Fatalf("a write after the failed checkpoint: %v", err)
+	}
+	names, err := pebblekv.StoreFS(db).List("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if strings.Contains(name, "backup") {
+			t.Errorf("%s is left after the failed checkpoint", name)
+		}
+	}
+	select {
+	case err := <-fatal:
+		t.Fatalf("the store stopped: %v", err)
+	default:
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
