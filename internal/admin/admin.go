@@ -236,7 +236,16 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "the directory %q is relative: give an absolute path (the server's working directory is not yours)", dir)
 		return
 	}
-	dir = filepath.Clean(dir)
+	// Every check and the checkpoint itself see one path, symbolic links
+	// followed: a link named as the target would otherwise pass the
+	// checks as where it points, then be removed as an empty directory
+	// and replaced by the backup at the link's own place, outside
+	// --backup-root. A backup "into" a link goes where the link points.
+	dir, err := resolve(filepath.Clean(dir))
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
 	for _, sd := range h.o.StoreDirs {
 		if sd != "" && (under(sd, dir) == nil || sameDir(sd, dir)) {
 			fail(w, http.StatusBadRequest, "the directory %s is inside the store's own directory %s: write the backup elsewhere", dir, sd)
@@ -319,7 +328,20 @@ func under(root, dir string) error {
 	if err != nil {
 		return fmt.Errorf("the backup root %s: %v", root, err)
 	}
-	// Resolve the longest existing ancestor of dir.
+	resolved, err := resolve(dir)
+	if err != nil {
+		return err
+	}
+	rel, err := filepath.Rel(r, resolved)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("the directory %s is not under the backup root %s (--backup-root)", dir, root)
+	}
+	return nil
+}
+
+// resolve returns dir with the symbolic links of its existing part
+// followed: the directory a checkpoint into dir would write.
+func resolve(dir string) (string, error) {
 	existing, rest := dir, ""
 	for {
 		if _, err := os.Lstat(existing); err == nil {
@@ -334,14 +356,9 @@ func under(root, dir string) error {
 	}
 	resolved, err := filepath.EvalSymlinks(existing)
 	if err != nil {
-		return fmt.Errorf("the directory %s: %v", dir, err)
+		return "", fmt.Errorf("the directory %s: %v", dir, err)
 	}
-	resolved = filepath.Join(resolved, rest)
-	rel, err := filepath.Rel(r, resolved)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("the directory %s is not under the backup root %s (--backup-root)", dir, root)
-	}
-	return nil
+	return filepath.Join(resolved, rest), nil
 }
 
 // sameDir reports whether a and b name the same existing directory.

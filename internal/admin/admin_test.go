@@ -65,6 +65,36 @@ func TestBackupRootSymlink(t *testing.T) {
 	}
 }
 
+// TestBackupIntoLink: a symbolic link named as the backup's directory,
+// outside the backup root and pointing to an empty directory inside it,
+// is not replaced by a backup at the link's own place (outside the root):
+// the backup goes where the link points, and the link stays.
+func TestBackupIntoLink(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	target := filepath.Join(root, "empty")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(outside, "loot")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newAdmin(t, root)
+	code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"`+link+`"}`)
+	if code != http.StatusOK {
+		t.Fatalf("backup into a link to an empty directory under the root: %d %s", code, body)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link after the backup: %v, %v; want it left a link", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(target, pebblekv.StoreVersionFile)); err != nil {
+		t.Errorf("the backup is not where the link points: %v", err)
+	}
+	if !strings.Contains(body, `"`+target+`"`) {
+		t.Errorf("the answer %s does not name the directory written, %s", body, target)
+	}
+}
+
 // TestReadyz: ready while the store reads and writes, 503 with the reason
 // within about a second (admin.ReadyWindow, with the real clock) once it
 // cannot; /healthz answers regardless.
