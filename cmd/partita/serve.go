@@ -273,6 +273,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fx := &fatalExit{log: log}
+	// listenAndServe arms the shutdown's hard deadline when SIGINT or
+	// SIGTERM comes; it is stopped here, deferred before the closes below
+	// and so run after them: a store close that hangs (waiting for a
+	// backup onto a frozen target) is under the deadline too.
+	var hard *time.Timer
+	defer func() {
+		if hard != nil {
+			hard.Stop()
+		}
+	}()
 	db, shared, err := openEngine(ctx, c, log, fx)
 	if err != nil {
 		return err
@@ -294,7 +304,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer stopAdmin()
 	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler(), Metrics: obs.metrics, Advisor: obs.advisor,
 		MaxTimeout: c.MaxRequestTimeout, DeadlineByDefault: shared})
-	return listenAndServe(ctx, c, handler, keys, log, stdout, fx)
+	return listenAndServe(ctx, c, handler, keys, log, stdout, fx, &hard)
 }
 
 // openEngine opens the storage engine --store names; shared is true for
@@ -363,7 +373,10 @@ func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 
 // listenAndServe serves handler on --addr until ctx ends (SIGINT or
 // SIGTERM), then shuts down within --shutdown-timeout plus shutdownGrace.
-func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys auth.Keyring, log *slog.Logger, stdout io.Writer, fx *fatalExit) error {
+//
+// The deadline's timer is left in *hard, running: the caller stops it once
+// the store is closed.
+func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys auth.Keyring, log *slog.Logger, stdout io.Writer, fx *fatalExit, hard **time.Timer) error {
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return err
@@ -417,11 +430,10 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 	log.Info("shutting down: finishing in-flight requests")
 	// Whatever hangs (a request, a store that cannot close), the process
 	// ends: a supervisor that sent SIGTERM expects it to.
-	hard := time.AfterFunc(c.ShutdownTimeout+shutdownGrace, func() {
+	*hard = time.AfterFunc(c.ShutdownTimeout+shutdownGrace, func() {
 		log.Error("shutdown did not finish in time; exiting without closing the store (a restart recovers every acknowledged write from the write-ahead log)", "limit", (c.ShutdownTimeout + shutdownGrace).String())
 		os.Exit(1)
 	})
-	defer hard.Stop()
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
