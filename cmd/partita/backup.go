@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/partita/partita/internal/admin"
@@ -55,8 +57,15 @@ Flags:
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	var connected atomic.Bool
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected.Store(true) }}))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		if connected.Load() && ctx.Err() != nil {
+			// The server took the request: a checkpoint cannot be
+			// canceled, so it may well finish after this.
+			return fmt.Errorf("gave up waiting for the backup after --timeout %s; the server may still be writing it into %s: wait for \"backup written\" or \"backup failed\" in its log before using or removing it", *timeout, dir)
+		}
 		return fmt.Errorf("cannot reach the admin listener at %s (is partita serve running with --admin-addr?): %w", *adminURL, err)
 	}
 	defer resp.Body.Close()
