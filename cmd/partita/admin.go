@@ -105,12 +105,20 @@ func operatorOnly(next http.Handler, ln net.Listener) http.Handler {
 				return
 			}
 		}
-		if loopback && !loopbackHost(r.Host) {
+		if (loopback || loopbackConn(r)) && !loopbackHost(r.Host) {
 			http.Error(w, fmt.Sprintf("refused: host %q is not an IP address or localhost; this listener is on loopback and answers only requests addressed to it", r.Host), http.StatusForbidden)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// loopbackConn reports whether r came over a loopback connection: on a
+// listener on every address (0.0.0.0, [::]) a web page's DNS-rebound name
+// reaches it through 127.0.0.1 as well.
+func loopbackConn(r *http.Request) bool {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
 }
 
 // loopbackHost reports whether a Host header names the host by an IP

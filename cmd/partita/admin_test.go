@@ -15,7 +15,9 @@ import (
 // can make a browser send (a cross-site write, a DNS-rebound name on
 // loopback) and serve what partita backup, curl and probes send.
 func TestOperatorOnly(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
+	// A listener on every address is reached here over loopback: the
+	// same rules apply to those connections.
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "0.0.0.0:0", "[::]:0"} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			if strings.HasPrefix(addr, "[") {
@@ -32,6 +34,13 @@ func TestOperatorOnly(t *testing.T) {
 		srv.Listener = ln
 		srv.Start()
 		port := ln.Addr().(*net.TCPAddr).Port
+		base := srv.URL
+		switch addr {
+		case "0.0.0.0:0":
+			base = "http://127.0.0.1:" + strconv.Itoa(port)
+		case "[::]:0":
+			base = "http://[::1]:" + strconv.Itoa(port)
+		}
 		for _, c := range []struct {
 			method, host string
 			header       map[string]string
@@ -52,7 +61,7 @@ func TestOperatorOnly(t *testing.T) {
 			{"GET", "evil.example:" + strconv.Itoa(port), nil, 403},
 			{"GET", "localhost.evil.example", nil, 403},
 		} {
-			req, _ := http.NewRequest(c.method, srv.URL+"/x", strings.NewReader("{}"))
+			req, _ := http.NewRequest(c.method, base+"/x", strings.NewReader("{}"))
 			if c.host != "" {
 				req.Host = c.host
 				if !strings.Contains(c.host, ":") || strings.HasPrefix(c.host, "[") {
