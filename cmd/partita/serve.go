@@ -244,6 +244,31 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 	if c.MaxBodyMB < 1 || c.BodyTimeout <= 0 || c.BodyMinRateKB < 1 {
 		return c, errors.New("--max-body-mb, --body-timeout and --body-min-rate-kb must be positive")
 	}
+	// Values that the server would otherwise take for "unset" and replace
+	// by a default without a word, or that overflow once scaled to bytes.
+	for _, v := range []struct {
+		name string
+		bad  bool
+		want string
+	}{
+		{"max-inflight", c.MaxInFlight < 1, "at least 1"},
+		{"max-connections", c.MaxConnections < 0, "0 (as many as the open-file limit allows) or more"},
+		{"queue-wait", c.QueueWait <= 0, "positive"},
+		{"scan-budget", c.ScanBudget <= 0, "positive"},
+		{"read-header-timeout", c.ReadHeaderTimeout <= 0, "positive"},
+		{"idle-timeout", c.IdleTimeout <= 0, "positive"},
+		{"shutdown-timeout", c.ShutdownTimeout < 0, "0 or more"},
+		{"max-sync-duration", c.MaxSyncDuration < 0, "0 (never give up) or more"},
+		{"min-free-mb", c.MinFreeMB < 0, "0 (no guard) or more"},
+		{"row-cache-mb", c.RowCacheMB < 0, "0 (off) or more"},
+		{"max-body-mb", c.MaxBodyMB > 1<<20, "at most 1048576 (1 TiB)"},
+		{"cache-mb", c.CacheMB > 1<<30, "at most 1073741824"},
+		{"body-min-rate-kb", c.BodyMinRateKB > 1<<30, "at most 1073741824"},
+	} {
+		if v.bad {
+			return c, fmt.Errorf("--%s: want %s", v.name, v.want)
+		}
+	}
 	return c, nil
 }
 

@@ -8,7 +8,7 @@ import (
 
 // TestServeBodyFlags: the body budget, client share and body deadline
 // flags have their documented defaults, and values that would disable a
-// bound are refused.
+// bound, or that the server would quietly replace, are refused.
 func TestServeBodyFlags(t *testing.T) {
 	c, err := parseConfig(nil, io.Discard)
 	if err != nil {
@@ -28,6 +28,23 @@ func TestServeBodyFlags(t *testing.T) {
 		{"--max-body-mb", "0"},
 		{"--body-timeout", "0s"},
 		{"--body-min-rate-kb", "0"},
+		// Taken for unset and replaced by a default without a word, or
+		// overflowing once scaled to bytes (a negative budget, then 64 MiB).
+		{"--max-inflight", "0"},
+		{"--max-inflight", "-5"},
+		{"--max-connections", "-1"},
+		{"--queue-wait", "-1s"},
+		{"--queue-wait", "0s"},
+		{"--scan-budget", "0s"},
+		{"--scan-budget", "-1s"},
+		{"--read-header-timeout", "-1s"},
+		{"--idle-timeout", "-1s"},
+		{"--shutdown-timeout", "-1s"},
+		{"--max-sync-duration", "-1s"},
+		{"--min-free-mb", "-1"},
+		{"--row-cache-mb", "-1"},
+		{"--max-body-mb", "9999999999999"},
+		{"--body-min-rate-kb", "9999999999999999"},
 	} {
 		if _, err := parseConfig(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
