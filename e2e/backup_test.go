@@ -256,6 +256,9 @@ func TestBackupBadInput(t *testing.T) {
 		{"check a missing directory", []string{"check", "--data", filepath.Join(root, "missing")}, "data directory " + filepath.Join(root, "missing") + " does not exist"},
 		{"check a directory without a store", []string{"check", "--data", root}, root + " holds no partita store"},
 		{"check a store in use", []string{"check", "--data", s.Data}, "data directory " + s.Data + " is in use by another partita process"},
+		// Served, every backup would be refused with 403.
+		{"serve with a missing backup root", []string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "d1"), "--backup-root", filepath.Join(root, "missing")}, "--backup-root " + filepath.Join(root, "missing") + ": stat"},
+		{"serve with a file as backup root", []string{"serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "d2"), "--backup-root", file}, "--backup-root " + file + ": not a directory"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, code := runPartita(t, c.args...)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -48,6 +50,15 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 	if c.AdminAddr == "" {
 		return func() {}, nil
 	}
+	if c.BackupRoot != "" {
+		// Otherwise every backup would be refused (403) with no word at start.
+		if fi, err := os.Stat(c.BackupRoot); err != nil || !fi.IsDir() {
+			if err == nil {
+				err = errors.New("not a directory")
+			}
+			return nil, fmt.Errorf("--backup-root %s: %v", c.BackupRoot, err)
+		}
+	}
 	ln, err := net.Listen("tcp", c.AdminAddr)
 	if err != nil {
 		return nil, fmt.Errorf("--admin-addr: %w", err)
@@ -87,9 +98,10 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 //     Sec-Fetch-Site other than "none", is refused: browsers mark every
 //     such request with them; partita backup, curl and probes send
 //     neither;
-//   - on a loopback listener, a request must name the host by an IP
-//     address or as localhost: a rebound name is refused. A listener an
-//     operator put on another address (and was warned about) is reached
+//   - on a loopback listener, or over a loopback connection to a listener
+//     on every address, a request must name the host by an IP address or
+//     as localhost: a rebound name is refused. A listener an operator put
+//     on another address (and was warned about) is reached from elsewhere
 //     by whatever names they give it.
 //
 // Refusals are 403 with the reason.
