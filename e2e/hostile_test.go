@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,6 +200,22 @@ func TestHostile_SlowBodiesOfOneSAS(t *testing.T) {
 // connection and reads the response, giving up after wait.
 func rawExchange(t *testing.T, s *Server, method, target string, h map[string]string, contentLength int64, body string, closeWrite bool, wait time.Duration) (*http.Response, error) {
 	t.Helper()
+	resp, _, err := rawExchangeConn(t, s, method, target, h, contentLength, body, closeWrite, wait)
+	return resp, err
+}
+
+// closedWithin reports whether the server closes the connection behind br
+// within d (reads end without data).
+func closedWithin(c net.Conn, br *bufio.Reader, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	n, err := br.Read(make([]byte, 1))
+	return n == 0 && err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+}
+
+// rawExchangeConn is rawExchange that also returns a reader of the rest of
+// the connection.
+func rawExchangeConn(t *testing.T, s *Server, method, target string, h map[string]string, contentLength int64, body string, closeWrite bool, wait time.Duration) (*http.Response, *connReader, error) {
+	t.Helper()
 	host := serverHost(s)
 	c, err := net.Dial("tcp", host)
 	if err != nil {
@@ -206,23 +224,30 @@ func rawExchange(t *testing.T, s *Server, method, target string, h map[string]st
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(wait))
 	if err := sendHead(c, host, method, target, h, contentLength); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if body != "" {
 		if _, err := io.WriteString(c, body); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if closeWrite {
 		c.(*net.TCPConn).CloseWrite()
 	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp, nil
+	return resp, &connReader{c, br}, nil
+}
+
+// connReader is a connection and its reader, past a response.
+type connReader struct {
+	c  net.Conn
+	br *bufio.Reader
 }
 
 // TestHostile_RefusedBodiesAreNotRead: a request that is not authenticated,
@@ -259,7 +284,7 @@ func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 		{"read-only SAS inserts", "POST", "/" + devAccount + "/" + tbl + "?" + readOnly, json, 1000, "403 AuthorizationPermissionMismatch"},
 	} {
 		start := time.Now()
-		resp, err := rawExchange(t, s, tc.method, tc.target, tc.h, tc.length, "", false, 10*time.Second)
+		resp, cr, err := rawExchangeConn(t, s, tc.method, tc.target, tc.h, tc.length, "", false, 10*time.Second)
 		if err != nil {
 			t.Errorf("%s: no answer without the body after %v: %v", tc.name, time.Since(start), err)
 			continue
@@ -269,6 +294,11 @@ func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 		}
 		if !resp.Close {
 			t.Errorf("%s: connection kept open with an unread body", tc.name)
+		}
+		// Said and done: the socket closes, rather than net/http reading
+		// (up to 256 KiB of) the body for the 2-minute read timeout.
+		if !closedWithin(cr.c, cr.br, 3*time.Second) {
+			t.Errorf("%s: Connection: close, but the socket still open 3 s later", tc.name)
 		}
 	}
 	// What a read-only SAS may send as a batch, a retrieve batch, still works.
@@ -632,4 +662,67 @@ func TestHostile_SlowPageReaders(t *testing.T) {
 	if peak > 400*1024 {
 		t.Errorf("peak RSS %d MB with %d readers of 8 MiB pages, want < 400 MB", peak/1024, readers)
 	}
+}
+
+// TestHostile_QueryWithUnsentBody: a signed query that declares a body
+// and never sends it. No handler reads a body on a GET, but net/http
+// discards up to 256 KiB of one before writing a response larger than its
+// buffer, inside the handler: the request held its slot for the server's
+// 2-minute read timeout, and with --max-inflight 1 every other request got
+// 503 ServerBusy meanwhile. The discard now has a body's deadline
+// (--body-timeout plus the declared length at --body-min-rate-kb).
+func TestHostile_QueryWithUnsentBody(t *testing.T) {
+	s := StartServer(t, "", "--max-inflight", "1", "--body-timeout", "1s")
+	const tbl = "unsentbody"
+	c := serviceClient(t, s).NewClient(tbl)
+	if _, err := c.CreateTable(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 { // a page well over net/http's 2 KiB response buffer
+		e := fmt.Sprintf(`{"PartitionKey":"p","RowKey":"r%02d","V":%q}`, i, strings.Repeat("v", 300))
+		if _, err := c.AddEntity(ctx, []byte(e), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := serverHost(s)
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	target := "/" + devAccount + "/" + tbl + "()"
+	h := liteHeaders(devAccount, devKey, target)
+	h["Accept"] = "application/json;odata=nometadata"
+	if err := sendHead(conn, host, "GET", target, h, 100000); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // it takes the only slot
+	start := time.Now()
+	for {
+		code, _, _ := keyedGet(s, target)
+		if code == http.StatusOK {
+			t.Logf("another request served %v after the hostile one", time.Since(start).Round(100*time.Millisecond))
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Since(start) > 15*time.Second {
+			t.Fatalf("another query: %d after %v; want 200 once the unsent body's deadline (~2.5 s) passes", code, time.Since(start))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// keyedGet sends a signed GET of target over a fresh connection.
+func keyedGet(s *Server, target string) (int, string, error) {
+	req, _ := http.NewRequest("GET", s.URL+target, nil)
+	for k, v := range liteHeaders(devAccount, devKey, target) {
+		req.Header.Set(k, v)
+	}
+	req.Close = true
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), nil
 }

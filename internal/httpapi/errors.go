@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
@@ -157,8 +158,12 @@ func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 	h.Del("Cache-Control")
 	if rc.bodyPending {
 		// The body was refused unread (or read in part): close the
-		// connection rather than let net/http read the rest of it.
+		// connection rather than let net/http read the rest of it. The
+		// header alone does not do it: net/http still discards up to
+		// 256 KiB of the body before closing, for as long as its read
+		// timeout allows. A read deadline in the past ends that at once.
 		h.Set("Connection", "close")
+		http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
 	h.Set("x-ms-error-code", string(code))
 	if rc.xml {

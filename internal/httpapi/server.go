@@ -326,6 +326,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// HTTP/2 resets the stream of an unread body by itself, and would take
 	// Connection: close as a shutdown of every stream of the connection.
 	rc.bodyPending = r.ContentLength != 0 && r.ProtoMajor < 2
+	if rc.bodyPending && (r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodDelete) {
+		// No handler reads a body here, but net/http discards up to 256
+		// KiB of one before a response larger than its buffer, inside the
+		// handler, holding its slot: give that the deadline readBody gives
+		// a body, not the server's 2-minute read timeout. (The writes'
+		// bodies get it from readBody, or are refused with the connection
+		// closed.)
+		n := r.ContentLength
+		if n < 0 || n > 4<<20 { // chunked, or too large to be waited for
+			n = 4 << 20
+		}
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyWait + time.Duration(n*int64(time.Second)/s.bodyRate)))
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
