@@ -24,6 +24,17 @@ func serveCapped(t *testing.T, n int, handler http.Handler) string {
 	return ln.Addr().String()
 }
 
+// dial connects to addr, closed when t ends.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // exchange sends one GET on c and reads its answer.
 func exchange(t *testing.T, c net.Conn, br *bufio.Reader) int {
 	t.Helper()
@@ -52,20 +63,12 @@ func TestCapListenerReclaimsIdle(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	// One connection busy with a request for the whole test.
-	busy, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
+	busy := dial(t, addr)
 	fmt.Fprintf(busy, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	// Two idle keep-alive connections fill the cap.
 	var idle []net.Conn
 	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
 			t.Fatalf("idle connection's request: %d", code)
 		}
@@ -74,11 +77,7 @@ func TestCapListenerReclaimsIdle(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the states are recorded
 	for i := range 2 {
 		start := time.Now()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
 			t.Fatalf("new client %d: %d", i, code)
 		}
@@ -100,11 +99,7 @@ func TestCapListenerReclaimsIdle(t *testing.T) {
 	// Now the cap holds the busy one and the two new clients' idle ones;
 	// a connection that sends nothing is reclaimed once older than
 	// reclaimAfter, and the busy one is never touched.
-	silent, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
+	dial(t, addr) // silent
 	time.Sleep(100 * time.Millisecond)
 	close(release)
 	busy.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -129,19 +124,11 @@ func isTimeout(err error) bool {
 func TestCapListenerReclaimsSilent(t *testing.T) {
 	addr := serveCapped(t, 2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	for range 2 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := dial(t, addr)
 		io.WriteString(c, "GET / HTTP/1.1\r\n") // and nothing more
 	}
 	start := time.Now()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, addr)
 	if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
 		t.Fatalf("new client: %d", code)
 	}

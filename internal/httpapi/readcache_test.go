@@ -147,14 +147,20 @@ func TestCORSCacheStoreStall(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("50 callers took %v with the store stalled", d)
 	}
-	// The replacing read runs apart from the callers: wait for it to start,
-	// then for any second one that would.
-	for deadline := time.Now().Add(5 * time.Second); store.calls.Load() < 2 && time.Now().Before(deadline); {
+	wantReads(t, &store.calls, 2, "reads of the store (the first, and one to replace the old rules)")
+}
+
+// wantReads checks that calls reaches want, and stays there: a cache's
+// replacing read runs apart from its callers, so wait for it to start,
+// then for any further one that would.
+func wantReads(t *testing.T, calls *atomic.Int32, want int32, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); calls.Load() < want && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(20 * time.Millisecond)
-	if n := store.calls.Load(); n != 2 {
-		t.Errorf("%d reads of the store, want 2 (the first, and one to replace the old rules)", n)
+	if n := calls.Load(); n != want {
+		t.Errorf("%d %s, want %d", n, what, want)
 	}
 }
 
@@ -245,13 +251,7 @@ func TestServer_SASPolicyReadsAreShared(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("50 requests took %v with the store stalled", d)
 	}
-	for deadline := time.Now().Add(5 * time.Second); store.calls.Load() < 2 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	if n := store.calls.Load(); n != 2 {
-		t.Errorf("%d reads of the table's ACL, want 2 (the first, and one to replace it)", n)
-	}
+	wantReads(t, &store.calls, 2, "reads of the table's ACL (the first, and one to replace it)")
 	store.stall.Store(nil)
 	close(stall)
 
