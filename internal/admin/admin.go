@@ -44,6 +44,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/partita/partita/internal/kv"
@@ -265,8 +266,11 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 	defer h.backing.Unlock()
 	if err := claim(dir); err != nil {
 		status := http.StatusInternalServerError
-		if errors.Is(err, errNotEmpty) || errors.Is(err, errNotDir) {
+		switch {
+		case errors.Is(err, errNotEmpty) || errors.Is(err, errNotDir):
 			status = http.StatusConflict
+		case errors.Is(err, syscall.ENAMETOOLONG):
+			status = http.StatusBadRequest // the path the client gave
 		}
 		fail(w, status, "%v", err)
 		return

@@ -95,6 +95,17 @@ func TestBackupIntoLink(t *testing.T) {
 	}
 }
 
+// TestBackupNameTooLong: a directory name longer than the file system
+// allows is the client's mistake: 400, not 500.
+func TestBackupNameTooLong(t *testing.T) {
+	root := t.TempDir()
+	srv, _ := newAdmin(t, root)
+	code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"`+filepath.Join(root, strings.Repeat("n", 300))+`"}`)
+	if code != http.StatusBadRequest || !strings.Contains(body, "file name too long") {
+		t.Errorf("backup into a 300-byte name: %d %s, want 400 naming the cause", code, body)
+	}
+}
+
 // TestReadyz: ready while the store reads and writes, 503 with the reason
 // within about a second (admin.ReadyWindow, with the real clock) once it
 // cannot; /healthz answers regardless.
