@@ -280,6 +280,19 @@ func Open(dir string, o *Options) (*DB, error) {
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("pebblekv: data directory %s is %w (%v)", dir, ErrInUse, err)
 	}
+	var walMoved pebble.ErrMissingWALRecoveryDir
+	if errors.As(err, &walMoved) {
+		// Pebble's own text is four lines of its options.
+		was := "--wal-dir " + walMoved.Dir
+		if filepath.Clean(walMoved.Dir) == filepath.Clean(dir) {
+			was = "no --wal-dir: beside the data"
+		}
+		now := "--wal-dir " + o.WALDir
+		if o.WALDir == "" {
+			now = "no --wal-dir"
+		}
+		return nil, fmt.Errorf("pebblekv: open %s: the store's write-ahead log is in %s, where it was last served from (%s), not where this start says (%s): serve it as it was", dir, walMoved.Dir, was, now)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}

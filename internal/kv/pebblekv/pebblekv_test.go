@@ -247,7 +247,8 @@ func TestIteratorReportsValueReadErrors(t *testing.T) {
 
 // TestWALDir: with Options.WALDir the log files are written there, the
 // data survives a reopen with the same WALDir, and opening with another
-// WALDir fails (Pebble's OPTIONS check), since it would miss the log.
+// WALDir fails (Pebble's OPTIONS check), since it would miss the log,
+// saying in one line where the log is.
 func TestWALDir(t *testing.T) {
 	dir, wal := t.TempDir(), filepath.Join(t.TempDir(), "wal")
 	db, err := pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
@@ -285,6 +286,8 @@ func TestWALDir(t *testing.T) {
 	if db, err := pebblekv.Open(dir, nil); err == nil {
 		db.Close()
 		t.Fatal("opened without the WALDir the store was written with")
+	} else if want := "the store's write-ahead log is in " + wal + ", where it was last served from (--wal-dir " + wal + "), not where this start says (no --wal-dir)"; !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("opened without the WALDir: %q; want one line with %q", err, want)
 	}
 	db, err = pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
 	if err != nil {
