@@ -394,16 +394,32 @@ func (sp space) low(minBytes int64) bool {
 
 // checkSpace samples the free space (bytes and files) of the data
 // directory and of the WAL's: running out on either is fatal to Pebble.
+//
+// The guard's turning on and off is logged, once each way: an operator
+// who starts partita with more --min-free-mb than the disk has, or whose
+// disk fills, learns why writes get 503 from the log, not only from
+// /readyz.
 func (d *DB) checkSpace() {
 	low, known := false, false
+	var where string
+	var at space
 	for _, dir := range d.dirs {
 		if sp, ok := freeSpace(dir); ok {
 			known = true
-			low = low || sp.low(d.minFree)
+			if sp.low(d.minFree) && !low {
+				low, where, at = true, dir, sp
+			}
 		}
 	}
-	if known {
-		d.lowSpace.Store(low)
+	if !known {
+		return
+	}
+	if was := d.lowSpace.Swap(low); was != low {
+		if low {
+			d.fatal.log.Warn("free disk space below the minimum: writes get 503 ServerBusy until room returns (--min-free-mb)", "dir", where, "free_mb", at.bytes>>20, "min_free_mb", d.minFree>>20, "free_files", at.files)
+		} else {
+			d.fatal.log.Info("free disk space back above the minimum: writes accepted again")
+		}
 	}
 }
 

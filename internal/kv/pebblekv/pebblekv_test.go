@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -708,5 +709,30 @@ func TestWALDirIsTheStoresOwn(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("the owner's write: %v", err)
+	}
+}
+
+// TestLowSpaceIsLogged: a store opened with more --min-free-mb than its
+// disk has free refuses writes, and says why in the log at once (it was
+// silent: only /readyz told), once, not at every check.
+func TestLowSpaceIsLogged(t *testing.T) {
+	var mu sync.Mutex
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{MinFreeBytes: 1 << 60, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) })
+	if !errors.Is(err, pebblekv.ErrLowDiskSpace) {
+		t.Fatalf("Update with a minimum above the disk's free space: %v", err)
+	}
+	time.Sleep(600 * time.Millisecond) // two of the watcher's checks
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	if n := strings.Count(out, "free disk space below the minimum"); n != 1 || !strings.Contains(out, "min_free_mb=1099511627776") {
+		t.Errorf("the log names the low space %d times, want once with the minimum:\n%s", n, out)
 	}
 }
