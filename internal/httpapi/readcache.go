@@ -67,9 +67,13 @@ func (c *readCache[V]) get(ctx context.Context, key string) (V, error) {
 	l := c.loading[key]
 	if l == nil {
 		if len(c.loading) >= c.max {
-			// As many reads in flight as the cache keeps entries: read
-			// apart from them rather than grow the map.
+			// As many reads in flight as the cache keeps entries: the old
+			// value if there is one, else a read of the caller's own,
+			// rather than grow the map.
 			c.mu.Unlock()
+			if ok {
+				return e.v, nil
+			}
 			return c.read(ctx, key)
 		}
 		l = &pendingRead[V]{done: make(chan struct{})}

@@ -318,3 +318,42 @@ func TestReadCacheForgetDetachesReadInFlight(t *testing.T) {
 		t.Errorf("once the old read ended: %d, want 2 (it must not be kept)", v)
 	}
 }
+
+// TestReadCacheBoundsReadsInFlight: reads in flight are at most the
+// cache's bound of entries. Past it, a caller gets the old value if there
+// is one, else reads for itself, and nothing joins the map.
+func TestReadCacheBoundsReadsInFlight(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	clock, advance := testClock(time.Now())
+	c := &readCache[string]{ttl: time.Second, max: 1, loadTimeout: time.Minute, now: clock,
+		read: func(ctx context.Context, key string) (string, error) {
+			calls.Add(1)
+			if key == "stall" {
+				<-release
+			}
+			return key + "-v", nil
+		}}
+	ctx := context.Background()
+	if v, _ := c.get(ctx, "b"); v != "b-v" {
+		t.Fatalf("first read of b: %q", v)
+	}
+	go c.get(ctx, "stall") // the one read in flight the bound allows
+	for calls.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	advance(2 * time.Second) // b is old now
+	if v, _ := c.get(ctx, "b"); v != "b-v" || calls.Load() != 2 {
+		t.Errorf("old b with the reads in flight at the bound: %q after %d reads; want the old value, no read", v, calls.Load())
+	}
+	if v, _ := c.get(ctx, "c"); v != "c-v" || calls.Load() != 3 {
+		t.Errorf("new c with the reads in flight at the bound: %q after %d reads; want a read of its own", v, calls.Load())
+	}
+	c.mu.Lock()
+	n := len(c.loading)
+	c.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d reads in flight in the map, want 1", n)
+	}
+}
