@@ -137,17 +137,6 @@ type SAS struct {
 // sesVersion is the first version whose account SAS signs the ses line.
 const sesVersion = "2020-12-06"
 
-// ParseSAS parses the SAS parameters of a request's query. ok is false when
-// the query has no sig (the request does not use a SAS). A query with sig
-// that is not a usable SAS gives an error wrapping ErrMalformedSAS.
-//
-// Kind: ss or srt present makes an account SAS (which needs sv, ss, srt, sp
-// and se); otherwise it is a service SAS (which needs sv and tn, and sp and
-// se unless si names a policy that supplies them). Only the parameters of
-// the SAS's kind are read. When a parameter is repeated, the first value
-// counts. Every signed parameter given empty means what it means absent,
-// because the two sign alike: no st, sip, spr, si, ses or key bound. Permission, service and resource-type letters are not validated:
-// Authorize looks only for the letters it needs.
 // minSASVersion is the earliest sv whose string to sign partita computes
 // (docs/COMPATIBILITY.md §10).
 const minSASVersion = "2015-04-05"
@@ -166,6 +155,18 @@ func sasVersion(v string) bool {
 	return v >= minSASVersion
 }
 
+// ParseSAS parses the SAS parameters of a request's query. ok is false when
+// the query has no sig (the request does not use a SAS). A query with sig
+// that is not a usable SAS gives an error wrapping ErrMalformedSAS.
+//
+// Kind: ss or srt present makes an account SAS (which needs sv, ss, srt, sp
+// and se); otherwise it is a service SAS (which needs sv and tn, and sp and
+// se unless si names a policy that supplies them). Only the parameters of
+// the SAS's kind are read. When a parameter is repeated, the first value
+// counts. Every signed parameter given empty means what it means absent,
+// because the two sign alike: no st, sip, spr, si, ses or key bound.
+// Permission, service and resource-type letters are not validated:
+// Authorize looks only for the letters it needs.
 func ParseSAS(q url.Values) (*SAS, bool, error) {
 	if _, ok := q["sig"]; !ok {
 		return nil, false, nil
