@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -136,5 +137,28 @@ func TestCapListenerReclaimsSilent(t *testing.T) {
 		t.Errorf("new client served after %v", d)
 	} else {
 		t.Logf("served after %v", d.Round(100*time.Millisecond))
+	}
+}
+
+// TestConnStateThroughTLS: over TLS, http.Server reports the *tls.Conn
+// it wraps around the listener's connection; the state must still reach
+// the capConn, or every TLS connection would look silent and be closed at
+// the cap while serving.
+func TestConnStateThroughTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newCapListener(ln, 1)
+	defer cl.Close()
+	go net.Dial("tcp", ln.Addr().String())
+	c, err := cl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	connState(tls.Server(c, &tls.Config{}), http.StateActive)
+	if st := http.ConnState(c.(*capConn).state.Load()); st != http.StateActive {
+		t.Errorf("state through tls.Conn: %v, want active", st)
 	}
 }
