@@ -497,7 +497,7 @@ const (
 	iterChunkBytes = 1 << 20
 )
 
-// iter streams a key range in chunks of iterChunk rows, each fetched with
+// iter streams a key range in chunks of up to iterChunk rows, each fetched with
 // a primary-key range predicate.
 type iter struct {
 	r            *reader
