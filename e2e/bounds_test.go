@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -389,5 +392,76 @@ func TestMemoryFlatUnderMissingTables(t *testing.T) {
 	c := newTable(t, serviceClient(t, s))
 	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMemoryBoundedUnderSlowHeaders: connections that send many small
+// header lines and never finish their headers hold no more than a bounded
+// amount of the server's memory. net/http builds the header map as the
+// lines arrive: ~530 KiB for 64 KiB of them, so 2,000 such connections
+// took ~1 GB before the listener bounded the bytes of incomplete requests.
+// A whole request is served during it.
+func TestMemoryBoundedUnderSlowHeaders(t *testing.T) {
+	s := StartServer(t, "")
+	pid := s.cmd.Process.Pid
+	addr := strings.TrimPrefix(s.URL, "http://")
+	var lines strings.Builder
+	lines.WriteString("GET /" + devAccount + "/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+	for i := 0; lines.Len() < 60<<10; i++ {
+		fmt.Fprintf(&lines, "h%d: v\r\n", i)
+	}
+	head := lines.String()
+	before := rss(t, pid)
+
+	conns := 2000
+	var own syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &own); err != nil {
+		t.Fatal(err)
+	}
+	conns = min(conns, int(own.Cur)-256) // this process's files
+	const workers = 8
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		held []net.Conn
+	)
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < conns/workers; i++ {
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					t.Errorf("dial: %v", err)
+					return
+				}
+				mu.Lock()
+				held = append(held, c)
+				mu.Unlock()
+				c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+				io.WriteString(c, head) // fails once the server has shed it
+			}
+		}()
+	}
+	wg.Wait()
+	// The server reads what was sent; its memory is measured over a few
+	// seconds after.
+	var peak int64
+	for i := 0; i < 10; i++ {
+		time.Sleep(300 * time.Millisecond)
+		peak = max(peak, rss(t, pid))
+	}
+	t.Logf("RSS %d MiB before, at most %d MiB with %d connections sending 60 KiB of header lines each", before>>20, peak>>20, conns)
+	if grew := peak - before; grew > 300<<20 {
+		t.Errorf("RSS grew by %d MiB under %d connections of unfinished headers, want under 300 MiB", grew>>20, conns)
+	}
+	c := newTable(t, serviceClient(t, s))
+	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
+		t.Fatalf("a whole request during the slow ones: %v", err)
 	}
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"crypto/tls"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +26,8 @@ const reclaimAfter = 2 * time.Second
 // --max-connections connections and ~80 requests a second locked every
 // other client out. A connection serving a request is never closed.
 //
+// It also bounds the bytes of requests still arriving (headerBudget).
+//
 // The http.Server using it must report connection states to connState.
 type capListener struct {
 	net.Listener
@@ -33,10 +37,31 @@ type capListener struct {
 
 	mu    sync.Mutex
 	conns map[*capConn]struct{}
+
+	// pending is the bytes read on connections not serving a request:
+	// the headers of requests not yet complete (and, on TLS, the
+	// handshake). Past budget the connections waiting the longest are
+	// closed (shed). lingering is the part of pending on connections
+	// already shed whose server goroutine has not yet seen the close:
+	// their memory is held until it does.
+	pending   atomic.Int64
+	lingering atomic.Int64
+	budget    int64
+	shedMu    sync.Mutex
 }
 
+// headerBudget bounds the bytes of incomplete requests held at once.
+// net/http builds a request's header map line by line as they arrive, so a
+// client without credentials that sends headers slowly holds memory per
+// connection up to the header limit (64 KiB), and more than that:
+// thousands of tiny header lines cost ~530 KiB of map per connection, so
+// at the default 10,000 connections ~5 GB. Complete headers take a
+// connection out of the count at once; an SDK's request's headers arrive
+// in one read, so what is pending at any moment is the slow ones.
+const headerBudget = 4 << 20
+
 func newCapListener(ln net.Listener, n int) *capListener {
-	return &capListener{Listener: ln, sem: make(chan struct{}, n), closed: make(chan struct{}), conns: make(map[*capConn]struct{})}
+	return &capListener{Listener: ln, sem: make(chan struct{}, n), closed: make(chan struct{}), conns: make(map[*capConn]struct{}), budget: headerBudget}
 }
 
 // capConn is an accepted connection and its HTTP state.
@@ -47,17 +72,127 @@ type capConn struct {
 	idle     atomic.Int64 // when it last became idle (Unix nanoseconds)
 	accepted time.Time
 	once     sync.Once
+
+	mu      sync.Mutex
+	pending int64 // bytes read since it last began serving a request
+	since   int64 // when the first of them came (Unix nanoseconds)
+	shed    bool  // closed for the budget; its pending bytes are lingering
 }
 
 func (c *capConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.release()
 		c.l.mu.Lock()
 		delete(c.l.conns, c)
 		c.l.mu.Unlock()
 		<-c.l.sem
 	})
 	return err
+}
+
+// CloseWrite passes a half close on, which net/http makes before it hangs
+// up on a client still sending (a request refused before its body was
+// read, headers too large), so that the client reads the answer and then
+// the end of the stream rather than a reset.
+func (c *capConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *capConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n == 0 || http.ConnState(c.state.Load()) == http.StateActive {
+		return n, err
+	}
+	l := c.l
+	c.mu.Lock()
+	if c.shed {
+		c.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	if c.pending == 0 {
+		c.since = time.Now().UnixNano()
+	}
+	c.pending += int64(n)
+	c.mu.Unlock()
+	switch total := l.pending.Add(int64(n)); {
+	case total > 2*l.budget:
+		// Connections shed already have not let go of theirs yet: this
+		// one stops here too, rather than grow past twice the budget.
+		l.shedConn(c)
+		return 0, net.ErrClosed
+	case total-l.lingering.Load() > l.budget:
+		l.shed()
+	}
+	return n, err
+}
+
+// release takes c's pending bytes out of the listener's count: its
+// request's headers are complete, or it is closed.
+func (c *capConn) release() {
+	c.mu.Lock()
+	n, shed := c.pending, c.shed
+	c.pending, c.since = 0, 0
+	c.mu.Unlock()
+	if n != 0 {
+		c.l.pending.Add(-n)
+		if shed {
+			c.l.lingering.Add(-n)
+		}
+	}
+}
+
+// shedConn closes c for the budget; its bytes count as lingering until
+// the server's goroutine sees the close and closes it too.
+func (l *capListener) shedConn(c *capConn) {
+	c.mu.Lock()
+	if c.shed {
+		c.mu.Unlock()
+		return
+	}
+	c.shed = true
+	n := c.pending
+	c.mu.Unlock()
+	l.lingering.Add(n)
+	c.Conn.Close() // the server sees the read fail and closes it
+}
+
+// shed closes the connections whose incomplete requests have waited the
+// longest until the pending bytes are a quarter under the budget (so that
+// a stream of bytes past it does not scan the connections per read). A
+// client that sends its headers at once is pending for microseconds; one
+// holding memory with slow headers is pending for seconds, so it is the
+// one closed.
+func (l *capListener) shed() {
+	if !l.shedMu.TryLock() {
+		return // another reader is shedding
+	}
+	defer l.shedMu.Unlock()
+	type waiting struct {
+		c     *capConn
+		since int64
+	}
+	var ws []waiting
+	l.mu.Lock()
+	for c := range l.conns {
+		c.mu.Lock()
+		if c.since != 0 && !c.shed {
+			ws = append(ws, waiting{c, c.since})
+		}
+		c.mu.Unlock()
+	}
+	l.mu.Unlock()
+	slices.SortFunc(ws, func(a, b waiting) int { return cmp.Compare(a.since, b.since) })
+	target := l.budget - l.budget/4
+	for _, w := range ws {
+		if l.pending.Load()-l.lingering.Load() <= target {
+			break
+		}
+		l.shedConn(w.c)
+	}
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -133,8 +268,11 @@ func connState(c net.Conn, st http.ConnState) {
 		c = tc.NetConn()
 	}
 	if cc, ok := c.(*capConn); ok {
-		if st == http.StateIdle {
+		switch st {
+		case http.StateIdle:
 			cc.idle.Store(time.Now().UnixNano())
+		case http.StateActive:
+			cc.release() // its request's headers are complete
 		}
 		cc.state.Store(int32(st))
 	}

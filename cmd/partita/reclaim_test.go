@@ -14,15 +14,22 @@ import (
 
 // serveCapped serves handler on a capListener of n connections.
 func serveCapped(t *testing.T, n int, handler http.Handler) string {
+	addr, _ := serveCappedListener(t, n, handler)
+	return addr
+}
+
+// serveCappedListener is serveCapped, with the listener.
+func serveCappedListener(t *testing.T, n int, handler http.Handler) (string, *capListener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: handler, ConnState: connState, IdleTimeout: time.Minute, ReadHeaderTimeout: time.Minute}
-	go srv.Serve(newCapListener(ln, n))
+	cl := newCapListener(ln, n)
+	go srv.Serve(cl)
 	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	return ln.Addr().String(), cl
 }
 
 // dial connects to addr, closed when t ends.
@@ -160,5 +167,129 @@ func TestConnStateThroughTLS(t *testing.T) {
 	connState(tls.Server(c, &tls.Config{}), http.StateActive)
 	if st := http.ConnState(c.(*capConn).state.Load()); st != http.StateActive {
 		t.Errorf("state through tls.Conn: %v, want active", st)
+	}
+}
+
+// partialHeaders writes a request line and n bytes of small header lines,
+// never the blank line that ends them: how a client holds a server's
+// memory, as net/http builds the header map line by line.
+func partialHeaders(t *testing.T, c net.Conn, n int) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("GET / HTTP/1.1\r\nHost: x\r\n")
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "h%d: v\r\n", i)
+	}
+	if _, err := io.WriteString(c, b.String()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedByServer reports whether the server has closed c (a read ends in
+// EOF or a reset rather than waiting).
+func closedByServer(c net.Conn) bool {
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	_, err := c.Read(make([]byte, 1))
+	return err != nil && !isTimeout(err)
+}
+
+// TestCapListenerShedsSlowHeaders: the bytes of requests whose headers
+// are still arriving are bounded; past the budget the connection waiting
+// the longest is closed, the newer one kept, and a client sending a whole
+// request is served. Complete requests leave the count.
+func TestCapListenerShedsSlowHeaders(t *testing.T) {
+	addr, cl := serveCappedListener(t, 10, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	cl.budget = 64 << 10
+
+	// Whole requests, one after another on a keep-alive connection,
+	// leave nothing pending.
+	k := dial(t, addr)
+	br := bufio.NewReader(k)
+	for range 50 {
+		if code := exchange(t, k, br); code != 200 {
+			t.Fatalf("whole request: %d", code)
+		}
+	}
+	if p := cl.pending.Load(); p != 0 {
+		t.Fatalf("%d bytes pending after 50 whole requests, want 0", p)
+	}
+
+	old := dial(t, addr)
+	partialHeaders(t, old, 40<<10)
+	waitPending(t, cl, 40<<10)
+	young := dial(t, addr)
+	partialHeaders(t, young, 40<<10) // 80 KiB pending: past the budget
+
+	if !closedByServer(old) {
+		t.Error("the connection waiting the longest was not closed past the budget")
+	}
+	if closedByServer(young) {
+		t.Error("the newer connection was closed too, though the older one's bytes were enough")
+	}
+	if p := cl.pending.Load() - cl.lingering.Load(); p > cl.budget {
+		t.Errorf("%d bytes pending, over the budget of %d", p, cl.budget)
+	}
+	c := dial(t, addr)
+	if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
+		t.Errorf("whole request during the slow ones: %d", code)
+	}
+	// The young connection finishes its headers: it is served, and its
+	// bytes leave the count.
+	io.WriteString(young, "\r\n")
+	young.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(young), nil)
+	if err != nil {
+		t.Fatalf("the finished slow request: %v", err)
+	}
+	resp.Body.Close()
+	// The shed connection's bytes leave the count once the server has
+	// closed it.
+	for end := time.Now().Add(5 * time.Second); cl.pending.Load() != 0 || cl.lingering.Load() != 0; {
+		if time.Now().After(end) {
+			t.Fatalf("%d bytes pending (%d lingering) with no request arriving, want 0", cl.pending.Load(), cl.lingering.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitPending waits until the listener counts at least n pending bytes.
+func waitPending(t *testing.T, cl *capListener, n int64) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); cl.pending.Load() < n; {
+		if time.Now().After(end) {
+			t.Fatalf("%d bytes pending, want %d", cl.pending.Load(), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCapConnHalfCloses: net/http half-closes a connection before it
+// hangs up on a client still sending (headers too large, a body refused
+// unread), so that the client reads the answer and then the stream's end
+// instead of a reset 500 ms later. The capConn must pass that on.
+func TestCapConnHalfCloses(t *testing.T) {
+	addr := serveCapped(t, 4, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	c := dial(t, addr)
+	// Headers past the server's limit (1 MiB by default): 431, then
+	// net/http's closeWriteAndWait.
+	go io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 2<<20)+"\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("status %d, want 431", resp.StatusCode)
+	}
+	// The answer has no length: its body ends with the stream.
+	start := time.Now()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatalf("reading the answer to its end: %v", err)
+	}
+	// Without the half close the end comes with the close, after
+	// net/http's 500 ms wait.
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("the stream ended %v after the answer, want a half close at once", d)
 	}
 }
