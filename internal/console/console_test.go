@@ -2,6 +2,7 @@ package console
 
 import (
 	"io/fs"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -94,6 +95,34 @@ func TestHandler(t *testing.T) {
 		}
 		if w.Code == 405 && w.Header().Get("Allow") != "GET, HEAD" {
 			t.Errorf("%s %s: Allow %q", tt.method, tt.path, w.Header().Get("Allow"))
+		}
+	}
+}
+
+// TestScriptsRevalidate: the scripts are served no-cache, so a browser
+// asks again on every load; with their ETag it gets 304 and no body, and
+// a changed file (another ETag) is sent whole.
+func TestScriptsRevalidate(t *testing.T) {
+	h := Handler()
+	for _, name := range []string{"app.js", "api.js", "style.css"} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", Prefix+name, nil))
+		etag := w.Header().Get("ETag")
+		if w.Code != 200 || w.Body.Len() == 0 || !strings.HasPrefix(etag, `"`) {
+			t.Fatalf("GET %s: %d, %d bytes, ETag %q", name, w.Code, w.Body.Len(), etag)
+		}
+		r := httptest.NewRequest("GET", Prefix+name, nil)
+		r.Header.Set("If-None-Match", etag)
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusNotModified || w.Body.Len() != 0 {
+			t.Errorf("GET %s with its ETag: %d, %d bytes, want 304 and none", name, w.Code, w.Body.Len())
+		}
+		r.Header.Set("If-None-Match", `"stale"`)
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != 200 || w.Body.Len() == 0 {
+			t.Errorf("GET %s with another ETag: %d, %d bytes, want 200 and the file", name, w.Code, w.Body.Len())
 		}
 	}
 }
