@@ -543,3 +543,28 @@ func TestTLSHandshakeFloodLogsLittle(t *testing.T) {
 		t.Fatalf("after the flood: %s without x-ms-request-id; want partita's answer", resp.Status)
 	}
 }
+
+// TestCleartextHTTP2Refused: a client speaking HTTP/2 without TLS from
+// the first byte (h2c with prior knowledge) gets 505 HTTP Version Not
+// Supported and a closed connection: net/http hands its preface on as a
+// request, which was answered 403 as if it were an unsigned one.
+func TestCleartextHTTP2Refused(t *testing.T) {
+	s := StartServer(t, "")
+	c, err := net.Dial("tcp", serverHost(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusHTTPVersionNotSupported || !resp.Close {
+		t.Errorf("h2c preface: %s (close %v), want 505 and the connection closed", resp.Status, resp.Close)
+	}
+}

@@ -297,6 +297,14 @@ type cachedDate struct {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == "PRI" && r.ProtoMajor == 2 {
+		// The preface of cleartext HTTP/2 (h2c with prior knowledge),
+		// which net/http hands on as a request: partita speaks HTTP/1.1
+		// only, as the service does, and says so.
+		w.Header().Set("Connection", "close")
+		http.Error(w, "HTTP/2 is not supported: use HTTP/1.1", http.StatusHTTPVersionNotSupported)
+		return
+	}
 	if s.console != nil && strings.HasPrefix(r.URL.Path, ConsolePrefix) {
 		s.console.ServeHTTP(w, r)
 		return
