@@ -1,5 +1,7 @@
 package tablestore
 
+import "time"
+
 // MapSizes reports how many entries the store's per-table maps hold: the
 // table locks, the catalog cache and the shared-store hints (tests).
 func MapSizes(s *Store) (locks, cache, hints int) {
@@ -63,3 +65,14 @@ func BoundsKnown(s *Store) int {
 	}
 	return n
 }
+
+// SetPurgeTimeout changes how long one purge attempt may take, for tests;
+// it returns a func that restores it.
+func SetPurgeTimeout(d time.Duration) func() {
+	old := purgeTimeout
+	purgeTimeout = d
+	return func() { purgeTimeout = old }
+}
+
+// MaxPurges is how many dropped tables are purged at once.
+func MaxPurges() int { return maxPurges }

@@ -3,6 +3,7 @@ package tablestore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -99,5 +100,66 @@ func TestCloseStopsPurgeRetries(t *testing.T) {
 			t.Fatalf("CreateTable after reopening: %v", err)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// blockingPurgeDB's DeleteRange waits until its context ends, as a purge
+// on PostgreSQL waits for rows another session holds locked; it counts the
+// calls and the most in flight at once.
+type blockingPurgeDB struct {
+	kv.DB
+	calls, inFlight, most atomic.Int32
+}
+
+func (d *blockingPurgeDB) DeleteRange(ctx context.Context, start, end []byte) error {
+	d.calls.Add(1)
+	n := d.inFlight.Add(1)
+	defer d.inFlight.Add(-1)
+	for m := d.most.Load(); n > m && !d.most.CompareAndSwap(m, n); m = d.most.Load() {
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestBlockedPurgesAreBounded: purges that the database does not let
+// finish hold at most MaxPurges connections at once, give up after the
+// purge timeout and are tried again, and do not hold up Close. Before, each
+// dropped table's purge waited for ever on its own connection, and enough
+// of them took a shared store's whole pool: requests for other tables
+// timed out.
+func TestBlockedPurgesAreBounded(t *testing.T) {
+	defer tablestore.SetPurgeTimeout(100 * time.Millisecond)()
+	ctx := context.Background()
+	db := &blockingPurgeDB{DB: memkv.New()}
+	s, err := tablestore.Open(ctx, db, tablestore.Options{PurgeRetry: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tables = 6
+	for i := 0; i < tables; i++ {
+		name := fmt.Sprintf("locked%d", i)
+		if _, err := s.CreateTable(ctx, "acct", name); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteTable(ctx, "acct", name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for db.calls.Load() < tables+2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := db.calls.Load(); n < tables+2 {
+		t.Errorf("%d purge attempts in 5 s, want every table's and retries (the attempts give up after the timeout)", n)
+	}
+	if m := db.most.Load(); m > int32(tablestore.MaxPurges()) {
+		t.Errorf("%d purges in the database at once, want at most %d", m, tablestore.MaxPurges())
+	}
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for purges the database does not let finish")
 	}
 }

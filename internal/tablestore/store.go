@@ -69,6 +69,13 @@ type Store struct {
 	purging sync.WaitGroup
 	stop    chan struct{} // closed by Close: purges stop retrying
 	stopped sync.Once
+	// purgeCtx is cancelled by Close, so that a purge stuck in the
+	// database (rows locked by another session) does not hold Close up;
+	// purgeSlots bounds the purges running at once, so that stuck ones
+	// cannot take every connection of a shared store's pool.
+	purgeCtx    context.Context
+	purgeCancel context.CancelFunc
+	purgeSlots  chan struct{}
 
 	rows   *rowCache   // nil when off or Shared
 	bounds *partBounds // nil when Shared (bounds.go)
@@ -116,7 +123,8 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.PurgeRetry <= 0 {
 		o.PurgeRetry = time.Second
 	}
-	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), stop: make(chan struct{})}
+	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), stop: make(chan struct{}), purgeSlots: make(chan struct{}, maxPurges)}
+	s.purgeCtx, s.purgeCancel = context.WithCancel(context.Background())
 	if !o.Shared {
 		s.rows = newRowCache(o.RowCacheBytes)
 		s.bounds = newPartBounds(ctx, s.db)
@@ -151,7 +159,10 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 // Close waits for background purges (a purge waiting to retry stops; the
 // next Open resumes it). It does not close the kv.DB.
 func (s *Store) Close() error {
-	s.stopped.Do(func() { close(s.stop) })
+	s.stopped.Do(func() {
+		close(s.stop)
+		s.purgeCancel()
+	})
 	s.purging.Wait()
 	return nil
 }
@@ -342,14 +353,21 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 // tried again after a wait that doubles from PurgeRetry to a minute: until
 // the purge is done the name answers TableBeingDeleted, so one failure must
 // not keep it until the next start.
+//
+// At most maxPurges run at once, and an attempt that takes longer than
+// purgeTimeout is given up and tried again: on a shared store a purge
+// blocked by rows another session holds locked kept its connection for as
+// long, and enough of them took the whole pool, so that requests for other
+// tables timed out. purgeTimeout is far longer than any purge chunk takes
+// when nothing blocks it (5,000 rows a statement).
 func (s *Store) startPurge(t *tableRecord) {
 	s.purging.Add(1)
 	go func() {
 		defer s.purging.Done()
 		for wait := s.opts.PurgeRetry; ; wait = min(2*wait, time.Minute) {
-			err := s.purge(t)
-			if err == nil || errors.Is(err, kv.ErrClosed) {
-				return
+			err := s.purgeAttempt(t)
+			if err == nil || errors.Is(err, kv.ErrClosed) || s.purgeCtx.Err() != nil {
+				return // done, or resumed at the next start
 			}
 			s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err, "retry_in", wait)
 			select {
@@ -361,8 +379,28 @@ func (s *Store) startPurge(t *tableRecord) {
 	}()
 }
 
-func (s *Store) purge(t *tableRecord) error {
-	ctx := context.Background()
+// maxPurges bounds the dropped tables purged at once; purgeTimeout bounds
+// one attempt. A var for tests.
+var (
+	maxPurges    = 2
+	purgeTimeout = time.Minute
+)
+
+// purgeAttempt takes a purge slot and makes one attempt within
+// purgeTimeout.
+func (s *Store) purgeAttempt(t *tableRecord) error {
+	select {
+	case s.purgeSlots <- struct{}{}:
+	case <-s.purgeCtx.Done():
+		return s.purgeCtx.Err()
+	}
+	defer func() { <-s.purgeSlots }()
+	ctx, cancel := context.WithTimeout(s.purgeCtx, purgeTimeout)
+	defer cancel()
+	return s.purge(ctx, t)
+}
+
+func (s *Store) purge(ctx context.Context, t *tableRecord) error {
 	err := s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
 	if err == nil {
 		err = s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(aclKey(t.id)) })
