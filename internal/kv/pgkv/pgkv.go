@@ -26,6 +26,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -102,8 +103,14 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 		}
 		return onPgError == nil || onPgError(c, e)
 	}
-	cfg.MaxConns = o.MaxConns
-	if cfg.MaxConns <= 0 {
+	// The pool's size: the option, else the DSN's pool_max_conns (which
+	// was overwritten before, so an operator could not size the pool to
+	// the database's max_connections), else 32.
+	switch {
+	case o.MaxConns > 0:
+		cfg.MaxConns = o.MaxConns
+	case strings.Contains(dsn, "pool_max_conns"):
+	default:
 		cfg.MaxConns = 32
 	}
 	stmts := &stmtTracer{}

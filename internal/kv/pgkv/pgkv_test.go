@@ -350,3 +350,27 @@ func TestConflictsExhaustedAreBusy(t *testing.T) {
 		}
 	}
 }
+
+// TestDSNPoolSize: the DSN's pool_max_conns sizes the pool (it was
+// overwritten with 32, so an operator could not fit front ends to the
+// database's max_connections); without it the pool is 32.
+func TestDSNPoolSize(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	for _, c := range []struct {
+		dsn  string
+		want int32
+	}{
+		{dsn + sep + "pool_max_conns=4", 4},
+		{dsn, 32},
+	} {
+		db := open(t, c.dsn)
+		if got := db.PoolStat().MaxConns(); got != c.want {
+			t.Errorf("pool size with %q: %d, want %d", c.dsn, got, c.want)
+		}
+		db.Close()
+	}
+}
