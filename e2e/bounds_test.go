@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
@@ -463,5 +464,58 @@ func TestMemoryBoundedUnderSlowHeaders(t *testing.T) {
 	c := newTable(t, serviceClient(t, s))
 	if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": "r"}), nil); err != nil {
 		t.Fatalf("a whole request during the slow ones: %v", err)
+	}
+}
+
+// TestLongKeysThatDoNotCompress: keys of 512 UTF-16 units each (the most
+// partita accepts) of random CJK characters take 3 KB in UTF-8 and do not
+// compress. The embedded engine stores and returns them; PostgreSQL's
+// btree cannot index them (~2,700 bytes a row), and the request gets 400
+// PropertyValueTooLarge, alone or in a batch, with nothing written. It got
+// 500 InternalError, which the SDKs retry.
+func TestLongKeysThatDoNotCompress(t *testing.T) {
+	s := StartServer(t, "")
+	c := newTable(t, serviceClient(t, s))
+	rng := rand.New(rand.NewPCG(1, 2))
+	cjk := func() string {
+		r := make([]rune, 512)
+		for i := range r {
+			r[i] = rune(0x4E00 + rng.IntN(0x9FFF-0x4E00))
+		}
+		return string(r)
+	}
+	pk, rk := cjk(), cjk()
+	e := mustJSON(t, map[string]any{"PartitionKey": pk, "RowKey": rk, "v": 1})
+	_, err := c.AddEntity(ctx, e, nil)
+	batchPK := cjk()
+	_, berr := c.SubmitTransaction(ctx, []aztables.TransactionAction{
+		{ActionType: aztables.TransactionTypeAdd, Entity: mustJSON(t, map[string]any{"PartitionKey": batchPK, "RowKey": "short"})},
+		{ActionType: aztables.TransactionTypeAdd, Entity: mustJSON(t, map[string]any{"PartitionKey": batchPK, "RowKey": cjk()})},
+	}, nil)
+	if E2EStore == "postgres" {
+		if codeOf(err) != "400 PropertyValueTooLarge" {
+			t.Errorf("insert of keys past PostgreSQL's index limit: %s, want 400 PropertyValueTooLarge", codeOf(err))
+		}
+		if !strings.Contains(codeOf(berr), "400 PropertyValueTooLarge") {
+			t.Errorf("batch with keys past PostgreSQL's index limit: %s, want 400 PropertyValueTooLarge", codeOf(berr))
+		}
+		if _, err := c.GetEntity(ctx, batchPK, "short", nil); codeOf(err) != "404 ResourceNotFound" {
+			t.Errorf("the batch's other entity: %s, want 404 ResourceNotFound (nothing written)", codeOf(err))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("insert of 512-unit CJK keys: %v", err)
+	}
+	if berr != nil {
+		t.Fatalf("batch with 512-unit CJK keys: %v", berr)
+	}
+	got, err := c.GetEntity(ctx, pk, rk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(got.Value, &m); err != nil || m["PartitionKey"] != pk || m["RowKey"] != rk {
+		t.Errorf("read back: keys differ (%v)", err)
 	}
 }

@@ -16,6 +16,9 @@ var (
 	// ErrUnavailable is wrapped by engines whose store cannot be reached
 	// (a database connection lost); the request may succeed if retried.
 	ErrUnavailable = errors.New("kv: store unavailable")
+	// ErrKeyTooLarge is wrapped by engines that cannot store a key this
+	// long (PostgreSQL's btree indexes take at most ~2,700 bytes a row).
+	ErrKeyTooLarge = errors.New("kv: key too large for this engine")
 )
 
 // DB is an ordered key-value store. It is safe for concurrent use.

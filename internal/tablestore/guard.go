@@ -19,8 +19,20 @@ func busy(err error) error {
 			return &partita.Error{Code: partita.CodeServerBusy, Message: partita.MsgServerBusy, Err: err}
 		}
 	}
+	if err != nil && errors.Is(err, kv.ErrKeyTooLarge) {
+		// Not the service's limit but the engine's (PostgreSQL): a 400 that
+		// says so, never a 500 that clients would retry.
+		var pe *partita.Error
+		if !errors.As(err, &pe) {
+			return &partita.Error{Code: partita.CodePropertyValueTooLarge, Message: msgKeyTooLargeForEngine, Err: err}
+		}
+	}
 	return err
 }
+
+// msgKeyTooLargeForEngine is partita's own message: the keys are within
+// the service's limits, but not within what this engine can index.
+const msgKeyTooLargeForEngine = "The PartitionKey and RowKey are too large for this server's storage engine to index (PostgreSQL: about 2,700 bytes together in UTF-8, after compression)."
 
 func (g guard) View(ctx context.Context, fn func(kv.Reader) error) error {
 	return busy(g.DB.View(ctx, fn))

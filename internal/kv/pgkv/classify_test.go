@@ -28,6 +28,9 @@ func TestClassifyCodes(t *testing.T) {
 			t.Errorf("SQLSTATE %s: unavailable = %v, want %v", code, got, want)
 		}
 	}
+	if err := classify(&pgconn.PgError{Code: "54000"}); !errors.Is(err, kv.ErrKeyTooLarge) || errors.Is(err, kv.ErrUnavailable) {
+		t.Errorf("SQLSTATE 54000 (an index row past the btree's limit): %v, want kv.ErrKeyTooLarge", err)
+	}
 	if !retryable(&pgconn.PgError{Code: "40001"}) || retryable(&pgconn.PgError{Code: "40003"}) {
 		t.Error("40001 must be retried and 40003 must not")
 	}

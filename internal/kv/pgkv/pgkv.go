@@ -49,6 +49,10 @@ const DefaultConnectTimeout = 5 * time.Second
 // that accepts only reads.
 const sqlstateReadOnly = "25006"
 
+// sqlstateProgramLimit is program_limit_exceeded: among others, an index
+// row larger than the btree allows.
+const sqlstateProgramLimit = "54000"
+
 // sqlstateCompletionUnknown is statement_completion_unknown, which
 // CockroachDB returns when a node failure leaves a commit's outcome
 // unknown (PostgreSQL defines it and never sends it).
@@ -187,6 +191,13 @@ func classify(err error) error {
 			// have applied. Not retried (it may have), not an error of the
 			// request: the client is told its fate is unknown.
 			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
+		if pgErr.Code == sqlstateProgramLimit {
+			// A key whose index entry is past the btree's limit (a third
+			// of a page, ~2,700 bytes after compression): keys of up to
+			// 512 UTF-16 units each, which partita accepts, can take 3 KB
+			// in UTF-8 when they do not compress.
+			return fmt.Errorf("%w: %v", kv.ErrKeyTooLarge, err)
 		}
 		if pgErr.Code == sqlstateReadOnly {
 			// Not the primary (any more): the write is refused whole, and
