@@ -364,16 +364,27 @@ func (s *Store) startPurge(t *tableRecord) {
 	s.purging.Add(1)
 	go func() {
 		defer s.purging.Done()
-		for wait := s.opts.PurgeRetry; ; wait = min(2*wait, time.Minute) {
+		wait := s.opts.PurgeRetry
+		for {
 			err := s.purgeAttempt(t)
 			if err == nil || errors.Is(err, kv.ErrClosed) || s.purgeCtx.Err() != nil {
 				return // done, or resumed at the next start
 			}
-			s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err, "retry_in", wait)
+			pause := wait
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The attempt's time is up, not a failure: a large table
+				// is purged a slice at a time (every chunk deleted stays
+				// deleted), giving other dropped tables their turn.
+				s.opts.Logger.Info("purge of a dropped table continues", "table", t.name, "after", purgeTimeout)
+				pause, wait = s.opts.PurgeRetry, s.opts.PurgeRetry
+			} else {
+				s.opts.Logger.Error("purge dropped table", "table", t.name, "err", err, "retry_in", wait)
+				wait = min(2*wait, time.Minute)
+			}
 			select {
 			case <-s.stop:
 				return // resumed at the next start
-			case <-time.After(wait):
+			case <-time.After(pause):
 			}
 		}
 	}()
