@@ -110,6 +110,15 @@ func Run(ctx context.Context, o Options) error {
 		// Each holds a batch (up to 4 MiB) and a page in memory.
 		return fmt.Errorf("--parallel %d: at most %d", o.Parallel, maxParallel)
 	}
+	for _, p := range o.Tables {
+		// A pattern without glob characters is a table name: a typo in it
+		// is better told as such than as a selection of nothing.
+		if !strings.ContainsAny(p, `*?[\`) {
+			if err := checkTable("--tables", p); err != nil {
+				return err
+			}
+		}
+	}
 	if o.Out == nil {
 		o.Out = io.Discard
 	}

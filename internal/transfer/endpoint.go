@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/partita/partita/internal/auth"
+	"github.com/partita/partita/internal/tablestore"
 )
 
 const apiVersion = "2019-02-02"
@@ -78,6 +79,9 @@ func ParseEndpoint(spec string) (*Endpoint, error) {
 		ep := &Endpoint{sas: q}
 		path := strings.TrimRight(u.EscapedPath(), "/")
 		if tn := q.Get("tn"); tn != "" {
+			if err := checkTable("SAS tn", tn); err != nil {
+				return nil, err
+			}
 			ep.Table = tn
 			if i := strings.LastIndexByte(path, '/'); i >= 0 && strings.EqualFold(path[i+1:], tn) {
 				path = path[:i]
@@ -138,6 +142,11 @@ func ParseEndpoint(spec string) (*Endpoint, error) {
 		}
 		ep.sas = q
 		ep.Table = q.Get("tn")
+		if ep.Table != "" {
+			if err := checkTable("SAS tn", ep.Table); err != nil {
+				return nil, err
+			}
+		}
 	case kv["accountkey"] != "":
 		k, err := base64.StdEncoding.DecodeString(kv["accountkey"])
 		if err != nil || len(k) == 0 {
@@ -151,6 +160,18 @@ func ParseEndpoint(spec string) (*Endpoint, error) {
 		return nil, errors.New("connection string: no AccountKey or SharedAccessSignature")
 	}
 	return ep, nil
+}
+
+// checkTable refuses a name that is not a valid Table service table name
+// (3 to 63 letters and digits, starting with a letter). Table names come
+// from the source (its table list, a file's "table" field) and go into URL
+// paths and file names: a listed "../../x" made an export write outside its
+// folder. what says whose name it is, e.g. "source".
+func checkTable(what, name string) error {
+	if tablestore.ValidateTableName(name) != nil {
+		return fmt.Errorf("%s: table name %q is not a valid table name (3 to 63 letters and digits, starting with a letter)", what, name)
+	}
+	return nil
 }
 
 // accountOf names the account: the first path segment (path style) or the
@@ -464,6 +485,9 @@ func (c *client) ListTables(ctx context.Context) ([]string, error) {
 			return nil, fmt.Errorf("%s: list tables: %w", c.side, err)
 		}
 		for _, t := range v.Value {
+			if err := checkTable(c.side, t.TableName); err != nil {
+				return nil, err
+			}
 			names = append(names, t.TableName)
 		}
 		next = resp.header.Get("x-ms-continuation-NextTableName")

@@ -64,6 +64,8 @@ type lineReader struct {
 	line int
 	// lastLen is the length of the line next returned last.
 	lastLen int
+	// lastTable is the last table name checked (checkTable).
+	lastTable string
 	// arena holds the request bodies nextPrepared cuts.
 	arena []byte
 	// counted tracks the bytes read of the (compressed) file for the ETA.
@@ -162,6 +164,9 @@ func (lr *lineReader) next() (Record, error) {
 		if derr != nil {
 			return Record{}, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
 		}
+		if err := lr.checkTable(rec.Table); err != nil {
+			return Record{}, err
+		}
 		return rec, nil
 	}
 }
@@ -192,6 +197,9 @@ func (lr *lineReader) nextPrepared() (string, prepared, error) {
 		}
 		out, table, pk, rk, ok := appendImportFast(lr.arena, line)
 		if ok {
+			if err := lr.checkTable(string(table)); err != nil {
+				return "", prepared{}, err
+			}
 			body := out[len(lr.arena):len(out):len(out)]
 			lr.arena = out
 			return string(table), prepared{pk: string(pk), rk: string(rk), body: body}, nil
@@ -200,8 +208,24 @@ func (lr *lineReader) nextPrepared() (string, prepared, error) {
 		if derr != nil {
 			return "", prepared{}, fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, derr)
 		}
+		if err := lr.checkTable(rec.Table); err != nil {
+			return "", prepared{}, err
+		}
 		return rec.Table, prepared{pk: rec.Entity.PartitionKey, rk: rec.Entity.RowKey, body: appendRequestEntity(nil, rec.Entity)}, nil
 	}
+}
+
+// checkTable refuses a record whose table is not a valid table name: it
+// would become a file name (a folder destination) or a URL path.
+func (lr *lineReader) checkTable(table string) error {
+	if table == lr.lastTable {
+		return nil // the lines of a table come together: check it once
+	}
+	if err := checkTable("table", table); err != nil {
+		return fmt.Errorf("%w: %s:%d: %v", ErrMalformed, lr.path, lr.line, err)
+	}
+	lr.lastTable = table
+	return nil
 }
 
 func (lr *lineReader) close() {
@@ -264,6 +288,13 @@ func (s *fileSink) pathOf(table string) string {
 
 // file opens (truncating) the file of table on first use. s.mu is held.
 func (s *fileSink) file(table string) (*sinkFile, error) {
+	if s.folder {
+		// The name becomes a file name: whatever let it through, it must
+		// not name a path.
+		if err := checkTable("destination", table); err != nil {
+			return nil, err
+		}
+	}
 	p := s.pathOf(table)
 	if sf := s.files[p]; sf != nil {
 		return sf, nil
