@@ -446,6 +446,9 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 			} else {
 				p, err = src.remote.queryPrepared(ctx, table, filter, npk, nrk)
 			}
+			if err == nil {
+				err = src.remote.noProgress(table, npk, nrk, p)
+			}
 			select {
 			case pages <- item{p, err}:
 			case <-ctx.Done():

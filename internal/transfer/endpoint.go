@@ -490,9 +490,17 @@ func (c *client) ListTables(ctx context.Context) ([]string, error) {
 			}
 			names = append(names, t.TableName)
 		}
+		// Bounded while reading, not after: a source may list without end.
+		if len(names) > maxTables {
+			return nil, fmt.Errorf("%s: more than %d tables; select some with --tables", c.side, maxTables)
+		}
+		sent := next
 		next = resp.header.Get("x-ms-continuation-NextTableName")
 		if next == "" {
 			return names, nil
+		}
+		if next == sent {
+			return nil, fmt.Errorf("%s: list tables: the continuation (NextTableName=%q) came back unchanged: the source makes no progress", c.side, next)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -108,5 +109,133 @@ func TestTraversalTableNameFromFile(t *testing.T) {
 	}
 	if err := runCopy(t, Options{From: src, To: dst, Tables: []string{"../x"}}); err == nil || !strings.Contains(err.Error(), `"../x"`) {
 		t.Errorf("--tables ../x: %v", err)
+	}
+}
+
+// loopSource lists table "loop", answers Check, and answers every query of
+// it with page (a JSON body) and the continuation cont(query) returns.
+func loopSource(t *testing.T, tables func(r *http.Request) (string, string), page string, cont func(r *http.Request) (string, string)) string {
+	return hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.URL.Path == "/devstoreaccount1/Tables" && r.URL.Query().Get("$top") == "":
+			body, next := tables(r)
+			if next != "" {
+				w.Header().Set("x-ms-continuation-NextTableName", next)
+			}
+			jsonReply(w, body)
+		case r.URL.Path == "/devstoreaccount1/loop()":
+			npk, nrk := cont(r)
+			if npk != "" {
+				w.Header().Set("x-ms-continuation-NextPartitionKey", npk)
+			}
+			if nrk != "" {
+				w.Header().Set("x-ms-continuation-NextRowKey", nrk)
+			}
+			jsonReply(w, page)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func oneTable(*http.Request) (string, string) { return `{"value":[{"TableName":"loop"}]}`, "" }
+
+// TestContinuationNoProgress: a source that answers a query's continuation
+// with the same continuation fails the copy (each of the readers: a range,
+// the partition listing, verify, the table listing) instead of looping.
+func TestContinuationNoProgress(t *testing.T) {
+	same := func(*http.Request) (string, string) { return "1!4!cA--", "1!4!cg--" }
+	ent := `{"value":[{"PartitionKey":"p","RowKey":"r","x":1}]}`
+	for _, c := range []struct {
+		name string
+		o    Options
+		page string
+	}{
+		{"range", Options{Parallel: 1}, ent},
+		{"range, empty pages", Options{Parallel: 1}, `{"value":[]}`},
+		{"partitions", Options{Parallel: 2}, `{"value":[]}`},
+		{"verify", Options{Parallel: 1, Verify: true}, ent},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.o
+			o.From = loopSource(t, oneTable, c.page, same)
+			o.To = filepath.Join(t.TempDir(), "out")
+			if o.Verify {
+				o.To = o.From
+			}
+			err := runCopy(t, o)
+			if err == nil || !strings.Contains(err.Error(), "no progress") {
+				t.Fatalf("err = %v, want no progress", err)
+			}
+		})
+	}
+	t.Run("tables", func(t *testing.T) {
+		src := loopSource(t, func(*http.Request) (string, string) { return `{"value":[{"TableName":"loop"}]}`, "loop2" }, ent, same)
+		err := runCopy(t, Options{From: src, To: filepath.Join(t.TempDir(), "out")})
+		if err == nil || !strings.Contains(err.Error(), "no progress") {
+			t.Fatalf("err = %v, want no progress", err)
+		}
+	})
+	t.Run("tables without end", func(t *testing.T) {
+		// Each page names new tables and moves on: bounded by maxTables.
+		n := 0
+		src := loopSource(t, func(*http.Request) (string, string) {
+			n++
+			var b strings.Builder
+			b.WriteString(`{"value":[`)
+			for i := range 1000 {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"TableName":"t%dx%d"}`, n, i)
+			}
+			b.WriteString("]}")
+			return b.String(), fmt.Sprintf("t%d", n+1)
+		}, ent, same)
+		err := runCopy(t, Options{From: src, To: filepath.Join(t.TempDir(), "out")})
+		if err == nil || !strings.Contains(err.Error(), "more than 10000 tables") {
+			t.Fatalf("err = %v, want more than 10000 tables", err)
+		}
+		if n > maxTables/1000+1 {
+			t.Errorf("%d pages of tables read", n)
+		}
+	})
+}
+
+// TestContinuationEmptyPagesAdvance: empty pages whose continuation moves
+// on are followed (a scan budget ran out); the copy ends with the entity.
+func TestContinuationEmptyPagesAdvance(t *testing.T) {
+	for _, par := range []int{1, 2} {
+		src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+			switch {
+			case r.URL.Path == "/devstoreaccount1/Tables" && r.URL.Query().Get("$top") == "":
+				jsonReply(w, `{"value":[{"TableName":"adv"}]}`)
+			case r.URL.Path == "/devstoreaccount1/adv()":
+				// Three empty pages, then the entity.
+				k := r.URL.Query().Get("NextPartitionKey")
+				if len(k) < 3 {
+					w.Header().Set("x-ms-continuation-NextPartitionKey", k+"k")
+					jsonReply(w, `{"value":[]}`)
+					return true
+				}
+				if r.URL.Query().Get("$filter") != "" {
+					jsonReply(w, `{"value":[]}`) // no partition after p
+					return true
+				}
+				jsonReply(w, `{"value":[{"PartitionKey":"p","RowKey":"r","x":1}]}`)
+			default:
+				return false
+			}
+			return true
+		})
+		dst := filepath.Join(t.TempDir(), "out")
+		if err := runCopy(t, Options{From: src, To: dst, Parallel: par}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dst, "adv.jsonl"))
+		if err != nil || !strings.Contains(string(b), `"RowKey":"r"`) {
+			t.Fatalf("export %q, %v", b, err)
+		}
 	}
 }

@@ -172,6 +172,16 @@ func (c *client) queryRaw(ctx context.Context, table, filter, npk, nrk string, t
 	return resp, values, p, nil
 }
 
+// noProgress refuses a continuation equal to the one just sent: following
+// it would read the same page forever (a source that repeated its token
+// kept a copy looping). An empty page whose continuation moves on is fine.
+func (c *client) noProgress(table, sentPK, sentRK string, p *page) error {
+	if (sentPK != "" || sentRK != "") && p.nextPK == sentPK && p.nextRK == sentRK {
+		return fmt.Errorf("%s: query %s: the continuation (NextPartitionKey=%q NextRowKey=%q) came back unchanged: the source makes no progress", c.side, table, sentPK, sentRK)
+	}
+	return nil
+}
+
 // partitions lists up to limit distinct PartitionKeys of table in order,
 // one tiny query per partition (PartitionKey gt last, $top=1). more is true
 // when the table has more partitions than that.
@@ -197,6 +207,9 @@ func (c *client) partitions(ctx context.Context, table string, limit int) (pks [
 			}
 			if p.nextPK == "" && p.nextRK == "" {
 				break
+			}
+			if err := c.noProgress(table, npk, nrk, p); err != nil {
+				return nil, false, err
 			}
 			npk, nrk = p.nextPK, p.nextRK
 		}

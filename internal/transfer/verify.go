@@ -138,6 +138,9 @@ func readAll(ctx context.Context, s *side, table, filter string) ([]*partita.Ent
 			if p.nextPK == "" && p.nextRK == "" {
 				break
 			}
+			if err := s.remote.noProgress(table, npk, nrk, p); err != nil {
+				return nil, err
+			}
 			npk, nrk = p.nextPK, p.nextRK
 		}
 	} else {
