@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/partita/partita/internal/auth"
@@ -206,7 +207,35 @@ type client struct {
 	retries func()
 	// maxAttempts bounds the tries of one request.
 	maxAttempts int
+	// headerTimeout bounds the wait for a response's headers (a Table
+	// service sends them at once; a query page's body may take longer),
+	// idleTimeout a body's silence, requestTimeout a whole request. An
+	// endpoint that accepted and never answered held a copy for the
+	// 2-minute request timeout times 10 attempts.
+	headerTimeout, idleTimeout, requestTimeout time.Duration
 }
+
+// The client's timeouts (setTimeouts; tests set shorter ones).
+const (
+	headerTimeout  = 30 * time.Second
+	idleTimeout    = 60 * time.Second
+	requestTimeout = 2 * time.Minute
+)
+
+// maxTimeouts bounds the tries of one request that timed out: an endpoint
+// that did not answer three times will not.
+const maxTimeouts = 3
+
+// setTimeouts sets the header and body idle timeouts.
+func (c *client) setTimeouts(header, idle time.Duration) {
+	c.headerTimeout, c.idleTimeout = header, idle
+	c.hc.Transport.(*http.Transport).ResponseHeaderTimeout = header
+}
+
+// timeoutError is a request that timed out; the message names the timeout.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string { return e.msg }
 
 func newClient(ep *Endpoint, side string, conns int) *client {
 	u, _ := url.Parse(ep.Base)
@@ -219,7 +248,9 @@ func newClient(ep *Endpoint, side string, conns int) *client {
 		WriteBufferSize:     64 << 10,
 		ReadBufferSize:      64 << 10,
 	}
-	return &client{ep: ep, hc: &http.Client{Transport: tr}, u: u, side: side, retries: func() {}, maxAttempts: 10}
+	c := &client{ep: ep, hc: &http.Client{Transport: tr}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout}
+	c.setTimeouts(headerTimeout, idleTimeout)
+	return c
 }
 
 // ServiceError is a response with an error status.
@@ -292,6 +323,7 @@ type response struct {
 // Retry-After. Any other status is returned as is.
 func (c *client) do(ctx context.Context, r *request) (*response, error) {
 	var last error
+	timeouts := 0
 	for attempt := 0; attempt < c.maxAttempts; attempt++ {
 		if attempt > 0 {
 			c.retries()
@@ -304,6 +336,12 @@ func (c *client) do(ctx context.Context, r *request) (*response, error) {
 				return nil, ctx.Err()
 			}
 			last = fmt.Errorf("%s: cannot reach %s: %w", c.side, c.ep.Base, err)
+			var te *timeoutError
+			if errors.As(err, &te) {
+				if timeouts++; timeouts >= maxTimeouts {
+					return nil, last
+				}
+			}
 		case resp.status == http.StatusServiceUnavailable || resp.status == http.StatusInternalServerError:
 			last = parseError(c.side, r.method, r.path, resp.status, resp.body)
 			if s, err := strconv.Atoi(resp.header.Get("Retry-After")); err == nil && s >= 0 && s <= 60 {
@@ -373,7 +411,8 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 	} else if r.method == http.MethodPost || r.method == http.MethodPut {
 		req.Body = http.NoBody
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, c.requestTimeout)
 	defer cancel()
 	resp, err := c.hc.Do(req.WithContext(ctx))
 	if err != nil {
@@ -381,9 +420,21 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
+		if strings.Contains(err.Error(), "timeout awaiting response headers") {
+			return nil, &timeoutError{fmt.Sprintf("%s %s: no response headers within %s (response header timeout)", r.method, r.path, c.headerTimeout)}
+		}
+		if parent.Err() == nil && ctx.Err() != nil {
+			return nil, &timeoutError{fmt.Sprintf("%s %s: no response within %s (request timeout)", r.method, r.path, c.requestTimeout)}
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
+	// A body that stops coming ends the request after idleTimeout of
+	// silence; one that keeps coming, however slowly, is read on.
+	var idled atomic.Bool
+	idle := time.AfterFunc(c.idleTimeout, func() { idled.Store(true); cancel() })
+	defer idle.Stop()
+	body := &idleReader{r: resp.Body, t: idle, d: c.idleTimeout}
 	// A query page holds at most 1,000 entities of at most 1 MiB each in
 	// their JSON form; a body beyond maxResponse is not a Table service's.
 	// Read into a pooled buffer: a query page is megabytes, and growing a
@@ -393,15 +444,37 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 	if resp.ContentLength > 0 && resp.ContentLength <= maxResponse {
 		buf.Grow(int(resp.ContentLength) + 1)
 	}
-	_, err = buf.ReadFrom(io.LimitReader(resp.Body, maxResponse+1))
+	_, err = buf.ReadFrom(io.LimitReader(body, maxResponse+1))
 	if err != nil {
 		bodyPool.Put(buf)
+		switch {
+		case idled.Load():
+			return nil, &timeoutError{fmt.Sprintf("%s %s: no bytes of the response body for %s (body idle timeout)", r.method, r.path, c.idleTimeout)}
+		case parent.Err() == nil && ctx.Err() != nil:
+			return nil, &timeoutError{fmt.Sprintf("%s %s: the response took longer than %s (request timeout)", r.method, r.path, c.requestTimeout)}
+		}
 		return nil, err
 	}
 	if buf.Len() > maxResponse {
 		return nil, fmt.Errorf("%s %s: the response is larger than %d MiB", r.method, r.path, maxResponse>>20)
 	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: buf.Bytes(), buf: buf}, nil
+}
+
+// idleReader restarts t (idleTimeout's timer) with d on every read that
+// brings bytes.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (ir *idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.t.Reset(ir.d)
+	}
+	return n, err
 }
 
 // bodyPool holds response buffers between requests.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -237,5 +238,91 @@ func TestContinuationEmptyPagesAdvance(t *testing.T) {
 		if err != nil || !strings.Contains(string(b), `"RowKey":"r"`) {
 			t.Fatalf("export %q, %v", b, err)
 		}
+	}
+}
+
+// testClient is a client of the fake endpoint src with short timeouts.
+func testClient(t *testing.T, src string) *client {
+	t.Helper()
+	ep, err := ParseEndpoint(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(ep, "source", 1)
+	c.setTimeouts(200*time.Millisecond, 300*time.Millisecond)
+	return c
+}
+
+// TestSilentEndpointTimesOut: an endpoint that accepts and never sends
+// headers, or sends half a body and then nothing, fails the request with
+// the timeout named, after maxTimeouts tries (not 10 of 2 minutes each).
+func TestSilentEndpointTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	var tries atomic.Int32
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		tries.Add(1)
+		switch r.URL.Path {
+		case "/devstoreaccount1/Tables":
+			<-release // no headers
+		case "/devstoreaccount1/stall()":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"value":[`))
+			w.(http.Flusher).Flush()
+			<-release // no more body
+		default:
+			return false
+		}
+		return true
+	})
+	t.Cleanup(func() { close(release) }) // before the server closes
+	c := testClient(t, src)
+	start := time.Now()
+	_, err := c.ListTables(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "response header timeout") {
+		t.Fatalf("err = %v, want the response header timeout", err)
+	}
+	if n := tries.Load(); n != maxTimeouts {
+		t.Errorf("%d tries, want %d", n, maxTimeouts)
+	}
+	tries.Store(0)
+	_, err = c.queryPage(context.Background(), "stall", "", "", "", 0, "")
+	if err == nil || !strings.Contains(err.Error(), "body idle timeout") {
+		t.Fatalf("err = %v, want the body idle timeout", err)
+	}
+	if n := tries.Load(); n != maxTimeouts {
+		t.Errorf("%d tries, want %d", n, maxTimeouts)
+	}
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("took %s", el)
+	}
+}
+
+// TestSlowBodyIsRead: a body that comes slowly but never pauses for the
+// idle timeout is read whole, for longer than the idle timeout in all.
+func TestSlowBodyIsRead(t *testing.T) {
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/devstoreaccount1/slow()" {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"value":[`))
+		for i := range 10 {
+			if i > 0 {
+				w.Write([]byte(","))
+			}
+			fmt.Fprintf(w, `{"PartitionKey":"p","RowKey":"r%d"}`, i)
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+		w.Write([]byte(`]}`))
+		return true
+	})
+	c := testClient(t, src)
+	p, err := c.queryPage(context.Background(), "slow", "", "", "", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.entities) != 10 {
+		t.Errorf("%d entities", len(p.entities))
 	}
 }
