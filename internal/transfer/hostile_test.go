@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/internal/changeset"
 )
 
 // hostile starts a fake Table endpoint whose answers h decides and returns
@@ -324,5 +328,74 @@ func TestSlowBodyIsRead(t *testing.T) {
 	}
 	if len(p.entities) != 10 {
 		t.Errorf("%d entities", len(p.entities))
+	}
+}
+
+// batchDest is a destination answering every $batch with status and body.
+func batchDest(t *testing.T, status int, body func() []byte) *client {
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/devstoreaccount1/$batch" {
+			return false
+		}
+		w.Header().Set("Content-Type", "multipart/mixed; boundary=batchresponse_x")
+		w.WriteHeader(status)
+		w.Write(body())
+		return true
+	})
+	c := testClient(t, src)
+	c.side = "destination"
+	return c
+}
+
+func threeEntities() []prepared {
+	return prepare([]*partita.Entity{{PartitionKey: "p", RowKey: "a"}, {PartitionKey: "p", RowKey: "b"}, {PartitionKey: "p", RowKey: "c"}})
+}
+
+func subResponses(statuses ...int) func() []byte {
+	return func() []byte {
+		var rs []changeset.Response
+		for _, s := range statuses {
+			r := changeset.Response{Status: s}
+			if s >= 300 {
+				r.Body = []byte(`{"odata.error":{"code":"PropertyValueTooLarge","message":{"lang":"en-US","value":"1:The property value is too large."}}}`)
+			}
+			rs = append(rs, r)
+		}
+		return changeset.AppendResponse(nil, "batchresponse_x", "changesetresponse_y", rs)
+	}
+}
+
+// TestBatchResponseMustConfirmEachOperation: a 202 whose body does not
+// answer each operation (empty; fewer sub-responses; a status that is no
+// number) fails the write instead of counting as written; one 2xx per
+// operation succeeds, and a changeset's one failure names its entity.
+func TestBatchResponseMustConfirmEachOperation(t *testing.T) {
+	ctx := context.Background()
+	for name, body := range map[string]func() []byte{
+		"empty":        func() []byte { return nil },
+		"one of three": subResponses(204),
+		"no number": func() []byte {
+			return []byte(strings.ReplaceAll(string(subResponses(204, 204, 204)()), "HTTP/1.1 204", "HTTP/1.1 2x4"))
+		},
+		"four for three": subResponses(204, 204, 204, 204),
+	} {
+		c := batchDest(t, http.StatusAccepted, body)
+		_, err := c.writeBatch(ctx, "tab", threeEntities())
+		var ref *Refused
+		if err == nil || errors.As(err, &ref) {
+			t.Errorf("%s: err = %v, want a failed write", name, err)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+	c := batchDest(t, http.StatusAccepted, subResponses(204, 204, 204))
+	if _, err := c.writeBatch(ctx, "tab", threeEntities()); err != nil {
+		t.Errorf("three 204: %v", err)
+	}
+	c = batchDest(t, http.StatusAccepted, subResponses(400))
+	_, err := c.writeBatch(ctx, "tab", threeEntities())
+	var ref *Refused
+	if !errors.As(err, &ref) || ref.RowKey != "b" {
+		t.Errorf("changeset failure: %v, want entity b refused", err)
 	}
 }

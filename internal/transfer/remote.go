@@ -334,7 +334,10 @@ func (c *client) writeBatch(ctx context.Context, table string, ps []prepared) (i
 		se := c.fail(r, resp)
 		return 0, c.refusal(table, ps, se.Code, se.Message, se)
 	}
-	status, code, msg := batchFailure(resp.body)
+	status, code, msg, err := batchFailure(resp.body, len(ps))
+	if err != nil {
+		return 0, fmt.Errorf("%s: POST /$batch of table %s: %v", c.side, table, err)
+	}
 	if status == 0 {
 		return len(body), nil
 	}
@@ -354,23 +357,29 @@ func (c *client) refusal(table string, ps []prepared, code, msg string, err erro
 	return err
 }
 
-// batchFailure finds the first non-2xx sub-response of a $batch response
-// and returns its status and error code and message (status 0: all good).
-func batchFailure(b []byte) (int, string, string) {
+// batchFailure reads the sub-responses of a $batch response of ops
+// operations: the first non-2xx one's status, error code and message
+// (status 0: all good). A response that does not answer each operation
+// with a 2xx, or one failure for the changeset, confirms nothing and is an
+// error: a 202 with an empty body once counted as a batch written.
+func batchFailure(b []byte, ops int) (int, string, string, error) {
 	s := string(b)
+	n := 0
 	for {
-		i := strings.Index(s, "HTTP/1.1 ")
+		// A status line starts a line (after a part's headers).
+		i := strings.Index(s, "\nHTTP/1.1 ")
 		if i < 0 {
-			return 0, "", ""
+			break
 		}
-		s = s[i+len("HTTP/1.1 "):]
-		if len(s) < 3 {
-			return 500, "", "truncated batch response"
+		s = s[i+len("\nHTTP/1.1 "):]
+		if len(s) < 4 || !isDigits(s[:3]) || s[3] != ' ' && s[3] != '\r' {
+			return 0, "", "", fmt.Errorf("sub-response %d has no numeric status: %.40q", n, s)
 		}
-		if s[0] == '2' {
+		n++
+		status, _ := strconv.Atoi(s[:3])
+		if status >= 200 && status < 300 {
 			continue
 		}
-		status, _ := strconv.Atoi(s[:3])
 		rest := s
 		if j := strings.Index(rest, "\r\n\r\n"); j >= 0 {
 			rest = rest[j+4:]
@@ -379,6 +388,19 @@ func batchFailure(b []byte) (int, string, string) {
 			rest = rest[:k]
 		}
 		se := parseError("", "", "", status, []byte(strings.TrimSpace(rest)))
-		return status, se.Code, se.Message
+		return status, se.Code, se.Message, nil
 	}
+	if n != ops {
+		return 0, "", "", fmt.Errorf("%d sub-responses for %d operations: the write is not confirmed", n, ops)
+	}
+	return 0, "", "", nil
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
