@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -397,5 +398,93 @@ func TestBatchResponseMustConfirmEachOperation(t *testing.T) {
 	var ref *Refused
 	if !errors.As(err, &ref) || ref.RowKey != "b" {
 		t.Errorf("changeset failure: %v, want entity b refused", err)
+	}
+}
+
+// TestDestinationWideErrorStopsSkip: with --on-refused skip, a $batch
+// failure that refuses every write (a deleted table, an expired SAS, 413)
+// stops the copy at once with that error instead of being reported as a
+// refusal of each entity; an entity-level code is still skipped.
+func TestDestinationWideErrorStopsSkip(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.jsonl")
+	var b strings.Builder
+	for i := range 250 {
+		fmt.Fprintf(&b, `{"table":"tab","PartitionKey":"p","RowKey":"r%03d","props":[]}`+"\n", i)
+	}
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errBody := func(code string) []byte {
+		return []byte(`{"odata.error":{"code":"` + code + `","message":{"lang":"en-US","value":"0:no"}}}`)
+	}
+	for _, c := range []struct {
+		name    string
+		status  int
+		body    []byte
+		code    string
+		refused bool
+	}{
+		{"deleted table", 404, errBody("TableNotFound"), "TableNotFound", false},
+		{"expired SAS", 403, errBody("AuthenticationFailed"), "AuthenticationFailed", false},
+		{"unauthenticated", 401, errBody("AuthenticationFailed"), "AuthenticationFailed", false},
+		{"no permission", 403, errBody("AuthorizationPermissionMismatch"), "AuthorizationPermissionMismatch", false},
+		{"too large", 413, errBody("RequestBodyTooLarge"), "RequestBodyTooLarge", false},
+		{"sub-response TableNotFound", 202, nil, "TableNotFound", false},
+		{"sub-response PropertyValueTooLarge", 202, nil, "PropertyValueTooLarge", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var batches atomic.Int32
+			dst := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+				switch {
+				case r.Method == "POST" && r.URL.Path == "/devstoreaccount1/Tables":
+					w.WriteHeader(http.StatusNoContent)
+				case r.URL.Path == "/devstoreaccount1/$batch":
+					batches.Add(1)
+					if c.status != 202 {
+						w.Header().Set("Content-Type", "application/json")
+						w.WriteHeader(c.status)
+						w.Write(c.body)
+						return true
+					}
+					body, _ := io.ReadAll(r.Body)
+					ops := strings.Count(string(body), "PUT ")
+					w.Header().Set("Content-Type", "multipart/mixed; boundary=batchresponse_x")
+					w.WriteHeader(http.StatusAccepted)
+					resp := changeset.Response{Status: 400, Body: errBody(c.code)}
+					if c.code == "TableNotFound" {
+						resp.Status = 404
+					}
+					if ops < 100 && c.refused {
+						// After the refused entity is dropped: all written.
+						var rs []changeset.Response
+						for range ops {
+							rs = append(rs, changeset.Response{Status: 204})
+						}
+						w.Write(changeset.AppendResponse(nil, "batchresponse_x", "changesetresponse_y", rs))
+						return true
+					}
+					w.Write(changeset.AppendResponse(nil, "batchresponse_x", "changesetresponse_y", []changeset.Response{resp}))
+				default:
+					return false
+				}
+				return true
+			})
+			var out strings.Builder
+			err := runCopy(t, Options{From: src, To: dst, SkipRefused: true, Out: &out})
+			lines := strings.Count(out.String(), "refused:")
+			if c.refused {
+				if !errors.Is(err, ErrRefused) || lines != 2 {
+					t.Fatalf("err = %v, %d refusals, want 2 refused and the rest written", err, lines)
+				}
+				return
+			}
+			if err == nil || errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), c.code) {
+				t.Fatalf("err = %v, want the destination's %s", err, c.code)
+			}
+			if lines > 0 || batches.Load() > 1 {
+				t.Errorf("%d refusal lines, %d batches, want the copy stopped at the first", lines, batches.Load())
+			}
+		})
 	}
 }

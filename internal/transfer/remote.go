@@ -344,14 +344,47 @@ func (c *client) writeBatch(ctx context.Context, table string, ps []prepared) (i
 	return 0, c.refusal(table, ps, code, msg, &ServiceError{Side: c.side, Method: "POST", Path: "/$batch", Status: status, Code: code, Message: msg})
 }
 
-// refusal turns a failed batch into *Refused when it names an entity.
+// entityCodes are the error codes that refuse one entity for what it
+// holds (its keys, properties, size): --on-refused skip goes on past it.
+var entityCodes = map[string]bool{
+	"InvalidInput": true, "OutOfRangeInput": true, "InvalidValueType": true,
+	"EntityTooLarge": true, "PropertyValueTooLarge": true, "PropertyNameInvalid": true,
+	"PropertyNameTooLong": true, "PropertiesNeedValue": true, "DuplicatePropertiesSpecified": true,
+	"TooManyProperties": true, "InvalidDuplicateRow": true, "KeyValueTooLarge": true,
+}
+
+// entityLevel reports whether a failure with code refuses an entity rather
+// than every write to the destination. An expired SAS (401/403
+// AuthenticationFailed), a deleted table (404 TableNotFound), a 413 and the
+// like refuse everything: counted per entity, a deleted table printed a
+// refusal for each of 266,400 entities. A key-range SAS refuses the
+// entities outside its range with 403 AuthorizationFailure.
+func (c *client) entityLevel(code string) bool {
+	if entityCodes[code] {
+		return true
+	}
+	if code == "AuthorizationFailure" && c.ep.sas != nil {
+		for _, k := range []string{"spk", "srk", "epk", "erk"} {
+			if c.ep.sas.Get(k) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refusal turns a failed batch into *Refused when it names an entity and
+// its code refuses that entity only; otherwise the failure is err.
 func (c *client) refusal(table string, ps []prepared, code, msg string, err error) error {
+	if !c.entityLevel(code) {
+		return err
+	}
 	if m := indexRE.FindStringSubmatch(msg); m != nil {
 		if i, _ := strconv.Atoi(m[1]); i < len(ps) {
 			return &Refused{Table: table, PartitionKey: ps[i].pk, RowKey: ps[i].rk, Code: code, Message: msg[len(m[0]):]}
 		}
 	}
-	if len(ps) == 1 && code != "" {
+	if len(ps) == 1 {
 		return &Refused{Table: table, PartitionKey: ps[0].pk, RowKey: ps[0].rk, Code: code, Message: msg}
 	}
 	return err
