@@ -853,3 +853,48 @@ func TestCopySAS(t *testing.T) {
 		t.Errorf("bad SAS: err %v, stderr %q", err, stderr)
 	}
 }
+
+// TestCopySecondInterruptEnds: a copy blocked reading a FIFO (which no
+// context reaches) ignores nothing: the first SIGINT asks for a clean stop,
+// and a second one ends the process (later signals used to be swallowed).
+func TestCopySecondInterruptEnds(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "in.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A writer that never writes: the copy's read blocks.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	cmd := exec.Command(partitaBin, "copy", "--progress", "none", "--from", fifo, "--to", filepath.Join(dir, "out"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() { done <- cmd.Wait(); close(exited) }()
+	defer func() {
+		cmd.Process.Kill() // fails harmlessly once it has exited
+		<-exited
+	}()
+	time.Sleep(time.Second) // the copy is reading the FIFO
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		t.Logf("exited on the first SIGINT: %v", err)
+		return
+	case <-time.After(500 * time.Millisecond):
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("exit status 0 after two interrupts")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("partita copy still running 5 s after a second SIGINT")
+	}
+}

@@ -23,6 +23,14 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for a clean stop; after it the default handling
+	// is back, so that a second one ends the process even when the command
+	// is stuck where ctx does not reach (a copy reading a FIFO swallowed
+	// every later Ctrl-C).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "partita:", err)
