@@ -213,6 +213,8 @@ type client struct {
 	// endpoint that accepted and never answered held a copy for the
 	// 2-minute request timeout times 10 attempts.
 	headerTimeout, idleTimeout, requestTimeout time.Duration
+	// maxBody bounds a response body (maxResponse; tests set less).
+	maxBody int64
 }
 
 // The client's timeouts (setTimeouts; tests set shorter ones).
@@ -232,6 +234,13 @@ func (c *client) setTimeouts(header, idle time.Duration) {
 	c.hc.Transport.(*http.Transport).ResponseHeaderTimeout = header
 }
 
+// tooLargeError is a response body beyond maxBody: no Table service sends
+// one, and fetching it again would only repeat the download (a 1.1 GB
+// answer, retried, was downloaded 10 times and took 7.4 GB of memory).
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string { return e.msg }
+
 // timeoutError is a request that timed out; the message names the timeout.
 type timeoutError struct{ msg string }
 
@@ -248,7 +257,7 @@ func newClient(ep *Endpoint, side string, conns int) *client {
 		WriteBufferSize:     64 << 10,
 		ReadBufferSize:      64 << 10,
 	}
-	c := &client{ep: ep, hc: &http.Client{Transport: tr}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout}
+	c := &client{ep: ep, hc: &http.Client{Transport: tr}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout, maxBody: maxResponse}
 	c.setTimeouts(headerTimeout, idleTimeout)
 	return c
 }
@@ -334,6 +343,10 @@ func (c *client) do(ctx context.Context, r *request) (*response, error) {
 		case err != nil:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			var tl *tooLargeError
+			if errors.As(err, &tl) {
+				return nil, fmt.Errorf("%s: %s: %w", c.side, c.ep.Base, err)
 			}
 			last = fmt.Errorf("%s: cannot reach %s: %w", c.side, c.ep.Base, err)
 			var te *timeoutError
@@ -439,14 +452,22 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 	// their JSON form; a body beyond maxResponse is not a Table service's.
 	// Read into a pooled buffer: a query page is megabytes, and growing a
 	// fresh slice for each (io.ReadAll) was a tenth of an export's CPU.
+	tooLarge := func() error {
+		return &tooLargeError{fmt.Sprintf("%s %s: the response is larger than %d MiB, which no Table service sends (not retried)", r.method, r.path, c.maxBody>>20)}
+	}
+	if resp.ContentLength > c.maxBody {
+		return nil, tooLarge() // said so up front: not downloaded
+	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
-	if resp.ContentLength > 0 && resp.ContentLength <= maxResponse {
+	if resp.ContentLength > 0 {
 		buf.Grow(int(resp.ContentLength) + 1)
 	}
-	_, err = buf.ReadFrom(io.LimitReader(body, maxResponse+1))
+	_, err = buf.ReadFrom(io.LimitReader(body, c.maxBody+1))
 	if err != nil {
-		bodyPool.Put(buf)
+		if buf.Cap() <= maxPooled {
+			bodyPool.Put(buf)
+		}
 		switch {
 		case idled.Load():
 			return nil, &timeoutError{fmt.Sprintf("%s %s: no bytes of the response body for %s (body idle timeout)", r.method, r.path, c.idleTimeout)}
@@ -455,8 +476,8 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 		}
 		return nil, err
 	}
-	if buf.Len() > maxResponse {
-		return nil, fmt.Errorf("%s %s: the response is larger than %d MiB", r.method, r.path, maxResponse>>20)
+	if int64(buf.Len()) > c.maxBody {
+		return nil, tooLarge()
 	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: buf.Bytes(), buf: buf}, nil
 }
@@ -492,7 +513,10 @@ func (r *response) release() {
 // maxPooled keeps a rare huge body's buffer out of the pool.
 const maxPooled = 64 << 20
 
-// maxResponse bounds a response body read into memory.
+// maxResponse bounds a response body read into memory. A page holds at most
+// 1,000 entities of at most 1 MiB of properties each: a lower bound could
+// refuse legitimate data, so the bound stays, and a page of more entities
+// than that is refused (queryRaw) instead.
 const maxResponse = 1 << 30
 
 func (c *client) fail(r *request, resp *response) *ServiceError {

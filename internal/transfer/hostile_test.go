@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -486,5 +487,64 @@ func TestDestinationWideErrorStopsSkip(t *testing.T) {
 				t.Errorf("%d refusal lines, %d batches, want the copy stopped at the first", lines, batches.Load())
 			}
 		})
+	}
+}
+
+// TestOversizedResponseNotRetried: a body larger than the bound, declared
+// (Content-Length) or not (chunked), fails at the first try, saying why,
+// instead of being downloaded again 10 times; and a page of more than
+// 1,000 entities is refused.
+func TestOversizedResponseNotRetried(t *testing.T) {
+	var tries atomic.Int32
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		switch r.URL.Path {
+		case "/devstoreaccount1/declared()":
+			tries.Add(1)
+			w.Header().Set("Content-Length", strconv.Itoa(maxResponse+10))
+			w.Write([]byte(`{"value":[`))
+		case "/devstoreaccount1/chunked()":
+			tries.Add(1)
+			w.Write([]byte(`{"value":["`))
+			w.(http.Flusher).Flush()
+			chunk := []byte(strings.Repeat("x", 64<<10))
+			for range 40 { // 2.5 MiB
+				if _, err := w.Write(chunk); err != nil {
+					break
+				}
+			}
+		case "/devstoreaccount1/many()":
+			var b strings.Builder
+			b.WriteString(`{"value":[`)
+			for i := range 1001 {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"PartitionKey":"p","RowKey":"r%04d"}`, i)
+			}
+			b.WriteString("]}")
+			jsonReply(w, b.String())
+		default:
+			return false
+		}
+		return true
+	})
+	c := testClient(t, src)
+	ctx := context.Background()
+	for _, table := range []string{"declared", "chunked"} {
+		tries.Store(0)
+		if table == "chunked" {
+			c.maxBody = 1 << 20
+		}
+		_, err := c.queryPage(ctx, table, "", "", "", 0, "")
+		if err == nil || !strings.Contains(err.Error(), "larger than") {
+			t.Errorf("%s: err = %v, want too large", table, err)
+		}
+		if n := tries.Load(); n != 1 {
+			t.Errorf("%s: %d tries, want 1", table, n)
+		}
+	}
+	c.maxBody = maxResponse
+	if _, err := c.queryPage(ctx, "many", "", "", "", 0, ""); err == nil || !strings.Contains(err.Error(), "1001 entities") {
+		t.Errorf("many: err = %v, want a page of 1001 entities refused", err)
 	}
 }

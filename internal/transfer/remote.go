@@ -136,6 +136,9 @@ func (c *client) queryPrepared(ctx context.Context, table, filter, npk, nrk stri
 	return p, nil
 }
 
+// maxPage is the most entities a query page holds (the service's bound).
+const maxPage = 1000
+
 // queryRaw sends the query of one page and splits its entities.
 func (c *client) queryRaw(ctx context.Context, table, filter, npk, nrk string, top int, sel string) (*response, [][]byte, *page, error) {
 	var q []string
@@ -165,6 +168,9 @@ func (c *client) queryRaw(ctx context.Context, table, filter, npk, nrk string, t
 	values, err := splitValues(resp.body)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: query %s: bad response body: %v", c.side, table, err)
+	}
+	if len(values) > maxPage {
+		return nil, nil, nil, fmt.Errorf("%s: query %s: a page of %d entities, more than the %d a Table service returns", c.side, table, len(values), maxPage)
 	}
 	p := &page{bytes: len(resp.body)}
 	p.nextPK = resp.header.Get("x-ms-continuation-NextPartitionKey")
