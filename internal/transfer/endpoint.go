@@ -234,12 +234,12 @@ func (c *client) setTimeouts(header, idle time.Duration) {
 	c.hc.Transport.(*http.Transport).ResponseHeaderTimeout = header
 }
 
-// tooLargeError is a response body beyond maxBody: no Table service sends
-// one, and fetching it again would only repeat the download (a 1.1 GB
-// answer, retried, was downloaded 10 times and took 7.4 GB of memory).
-type tooLargeError struct{ msg string }
+// fatalError is a failure that trying again would only repeat, so do()
+// does not: a response body beyond maxBody (a 1.1 GB answer, retried, was
+// downloaded 10 times and took 7.4 GB of memory), a redirect.
+type fatalError struct{ msg string }
 
-func (e *tooLargeError) Error() string { return e.msg }
+func (e *fatalError) Error() string { return e.msg }
 
 // timeoutError is a request that timed out; the message names the timeout.
 type timeoutError struct{ msg string }
@@ -257,7 +257,12 @@ func newClient(ep *Endpoint, side string, conns int) *client {
 		WriteBufferSize:     64 << 10,
 		ReadBufferSize:      64 << 10,
 	}
-	c := &client{ep: ep, hc: &http.Client{Transport: tr}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout, maxBody: maxResponse}
+	// A Table service never redirects; following one would read from or
+	// write to whatever host it names, credentials and all.
+	noRedirect := func(req *http.Request, _ []*http.Request) error {
+		return &fatalError{fmt.Sprintf("refusing a redirect to %s: a Table service does not redirect", req.URL.Redacted())}
+	}
+	c := &client{ep: ep, hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout, maxBody: maxResponse}
 	c.setTimeouts(headerTimeout, idleTimeout)
 	return c
 }
@@ -344,8 +349,8 @@ func (c *client) do(ctx context.Context, r *request) (*response, error) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			var tl *tooLargeError
-			if errors.As(err, &tl) {
+			var fe *fatalError
+			if errors.As(err, &fe) {
 				return nil, fmt.Errorf("%s: %s: %w", c.side, c.ep.Base, err)
 			}
 			last = fmt.Errorf("%s: cannot reach %s: %w", c.side, c.ep.Base, err)
@@ -453,7 +458,7 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 	// Read into a pooled buffer: a query page is megabytes, and growing a
 	// fresh slice for each (io.ReadAll) was a tenth of an export's CPU.
 	tooLarge := func() error {
-		return &tooLargeError{fmt.Sprintf("%s %s: the response is larger than %d MiB, which no Table service sends (not retried)", r.method, r.path, c.maxBody>>20)}
+		return &fatalError{fmt.Sprintf("%s %s: the response is larger than %d MiB, which no Table service sends (not retried)", r.method, r.path, c.maxBody>>20)}
 	}
 	if resp.ContentLength > c.maxBody {
 		return nil, tooLarge() // said so up front: not downloaded

@@ -548,3 +548,34 @@ func TestOversizedResponseNotRetried(t *testing.T) {
 		t.Errorf("many: err = %v, want a page of 1001 entities refused", err)
 	}
 }
+
+// TestRedirectRefused: a redirect (a Table service never sends one) fails
+// the request instead of reading what another host answers.
+func TestRedirectRefused(t *testing.T) {
+	var other atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other.Add(1)
+		jsonReply(w, `{"value":[{"TableName":"elsewhere"}]}`)
+	}))
+	defer elsewhere.Close()
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/devstoreaccount1/Tables" || r.URL.Query().Get("$top") != "" {
+			return false
+		}
+		http.Redirect(w, r, elsewhere.URL+"/devstoreaccount1/Tables", http.StatusFound)
+		return true
+	})
+	var tries atomic.Int32
+	c := testClient(t, src)
+	c.retries = func() { tries.Add(1) }
+	names, err := c.ListTables(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "redirect") {
+		t.Errorf("names %v, err = %v, want the redirect refused", names, err)
+	}
+	if tries.Load() != 0 {
+		t.Errorf("retried %d times", tries.Load())
+	}
+	if other.Load() != 0 {
+		t.Error("the other host was asked")
+	}
+}
