@@ -58,6 +58,10 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr, "partita copy: --from and --to are required")
 		return errUsage
 	}
+	if o.Parallel < 1 {
+		// 0 would mean the library's default: said as given, it is a mistake.
+		return fmt.Errorf("--parallel %d: at least 1", o.Parallel)
+	}
 	if *tables != "" {
 		for _, t := range strings.Split(*tables, ",") {
 			if t = strings.TrimSpace(t); t != "" {

@@ -21,8 +21,9 @@ type Options struct {
 	From, To string
 	// Tables selects tables by name or glob (path.Match syntax); empty
 	// selects all.
-	Tables   []string
-	Filter   string
+	Tables []string
+	Filter string
+	// Parallel is 1 to maxParallel; 0 means 4.
 	Parallel int
 	// Checkpoint is a file recording per-range progress; a re-run with the
 	// same flags resumes from it.
@@ -103,8 +104,11 @@ type stats struct {
 
 // Run performs the copy (or, with Verify, the comparison) in o.
 func Run(ctx context.Context, o Options) error {
+	if o.Parallel == 0 {
+		o.Parallel = 4 // Options' zero value
+	}
 	if o.Parallel < 1 {
-		o.Parallel = 4
+		return fmt.Errorf("--parallel %d: at least 1", o.Parallel)
 	}
 	if o.Parallel > maxParallel {
 		// Each holds a batch (up to 4 MiB) and a page in memory.
