@@ -378,6 +378,11 @@ func (l *liteEntity) keys(raw []byte) (pk, rk []byte, ok bool) {
 	if !l.scan(raw) {
 		return nil, nil, false
 	}
+	for k := range l.members {
+		if badMemberName(l.members[k].name) {
+			return nil, nil, false // the general path refuses it, saying why
+		}
+	}
 	if pk, ok = l.key(partita.PropPartitionKey); !ok {
 		return nil, nil, false
 	}

@@ -579,3 +579,53 @@ func TestRedirectRefused(t *testing.T) {
 		t.Error("the other host was asked")
 	}
 }
+
+// TestUncarriableEntityRefused: an entity of a source page that the copy
+// would carry wrongly — an empty property name (exported, then refused by
+// the import), no PartitionKey (exported as ""), a property "a@b" (dropped
+// as an annotation) — fails the export, the copy and verify, naming the
+// table and the keys; annotations and odata.* members are still fine.
+func TestUncarriableEntityRefused(t *testing.T) {
+	for _, c := range []struct{ ent, want string }{
+		{`{"PartitionKey":"p","RowKey":"r","":"x"}`, `PartitionKey="p" RowKey="r": a property with an empty name`},
+		{`{"RowKey":"r","x":"y"}`, `PartitionKey=(none) RowKey="r": no PartitionKey`},
+		{`{"PartitionKey":"p","x":"y"}`, `PartitionKey="p" RowKey=(none): no RowKey`},
+		{`{"PartitionKey":"p","RowKey":"r","a@b":"x"}`, `PartitionKey="p" RowKey="r": property "a@b"`},
+		{`{"PartitionKey":"p","RowKey":"r","a@b":"x","c":1}`, `property "a@b"`},
+		{`{"PartitionKey":"p","RowKey":"r","odata.etag":"W/\"x\"","n@odata.type":"Edm.Int64","n":"5"}`, ""},
+	} {
+		src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+			switch {
+			case r.Method == "POST" && r.URL.Path == "/devstoreaccount1/Tables":
+				w.WriteHeader(http.StatusNoContent)
+			case r.URL.Path == "/devstoreaccount1/Tables" && r.URL.Query().Get("$top") == "":
+				jsonReply(w, `{"value":[{"TableName":"tab"}]}`)
+			case r.URL.Path == "/devstoreaccount1/tab()":
+				jsonReply(w, `{"value":[`+c.ent+`]}`)
+			case r.URL.Path == "/devstoreaccount1/$batch":
+				w.Header().Set("Content-Type", "multipart/mixed; boundary=batchresponse_x")
+				w.WriteHeader(http.StatusAccepted)
+				w.Write(subResponses(204)())
+			default:
+				return false
+			}
+			return true
+		})
+		for _, o := range []Options{
+			{From: src, To: filepath.Join(t.TempDir(), "out")},
+			{From: src, To: src},
+			{From: src, To: src, Verify: true},
+		} {
+			err := runCopy(t, o)
+			if c.want == "" {
+				if err != nil {
+					t.Errorf("%s to %.20s (verify %v): %v", c.ent, o.To, o.Verify, err)
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), "query tab: entity ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s to %.20s (verify %v): err = %v, want %s", c.ent, o.To, o.Verify, err, c.want)
+			}
+		}
+	}
+}

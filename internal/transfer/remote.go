@@ -1,7 +1,9 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -59,6 +61,11 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 	}
 	p.entities = make([]*partita.Entity, 0, len(values))
 	for _, raw := range values {
+		if sel == "" { // a $select leaves the other members out
+			if err := c.checkEntity(table, raw); err != nil {
+				return nil, err
+			}
+		}
 		e, _, _, err := wire.DecodeEntity(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
@@ -69,6 +76,83 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 	// value), so the body's buffer can serve the next response.
 	resp.release()
 	return p, nil
+}
+
+// badMemberName reports whether an entity member's name is one that
+// DecodeEntity would take silently but the copy cannot carry: an empty
+// name (an import refuses it), or a name with '@' that is no annotation
+// (DecodeEntity drops "a@b" as one).
+// It takes the fast path's []byte without a conversion.
+func badMemberName[S ~string | ~[]byte](name S) bool {
+	if len(name) == 0 {
+		return true
+	}
+	at := false
+	for i := 0; i < len(name) && !at; i++ {
+		at = name[i] == '@'
+	}
+	const odata, typ = "odata.", "@odata.type"
+	if !at || len(name) >= len(odata) && string(name[:len(odata)]) == odata {
+		return false
+	}
+	return len(name) < len(typ) || string(name[len(name)-len(typ):]) != typ
+}
+
+// checkEntity refuses an entity of a source page that the copy would carry
+// wrongly: without a PartitionKey or RowKey (they became ""), or with a
+// member badMemberName refuses; the error names the table and the keys.
+// Malformed JSON is left to DecodeEntity to explain. Only the general path
+// calls it: the fast one takes none of these.
+func (c *client) checkEntity(table string, raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var pk, rk *string
+	problem := ""
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil
+		}
+		switch {
+		case name == partita.PropPartitionKey || name == partita.PropRowKey:
+			var s string
+			if json.Unmarshal(v, &s) != nil {
+				return nil // DecodeEntity says what is wrong
+			}
+			if name == partita.PropPartitionKey {
+				pk = &s
+			} else {
+				rk = &s
+			}
+		case problem == "" && name == "":
+			problem = "a property with an empty name"
+		case problem == "" && badMemberName(name):
+			problem = fmt.Sprintf("property %q: a name with '@' that is no annotation", name)
+		}
+	}
+	show := func(k *string) string {
+		if k == nil {
+			return "(none)"
+		}
+		return strconv.Quote(*k)
+	}
+	switch {
+	case pk == nil:
+		problem = "no PartitionKey"
+	case rk == nil:
+		problem = "no RowKey"
+	}
+	if problem == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: query %s: entity PartitionKey=%s RowKey=%s: %s, which the copy cannot carry", c.side, table, show(pk), show(rk), problem)
 }
 
 // queryRecords reads one page like queryPage and returns it as the JSONL
@@ -86,6 +170,9 @@ func (c *client) queryRecords(ctx context.Context, table, filter, npk, nrk strin
 		var ok bool
 		if recs, ok = l.appendRecordFast(recs, table, raw); ok {
 			continue
+		}
+		if err := c.checkEntity(table, raw); err != nil {
+			return nil, err
 		}
 		e, _, _, err := wire.DecodeEntity(raw)
 		if err != nil {
@@ -118,6 +205,9 @@ func (c *client) queryPrepared(ctx context.Context, table, filter, npk, nrk stri
 		if buf, pk, rk, ok = l.appendRequestFast(buf, raw); ok {
 			p.prepared[i].pk, p.prepared[i].rk = string(pk), string(rk)
 		} else {
+			if err := c.checkEntity(table, raw); err != nil {
+				return nil, err
+			}
 			e, _, _, err := wire.DecodeEntity(raw)
 			if err != nil {
 				return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
