@@ -466,7 +466,11 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength) + 1)
+		// Room for the declared length, up to maxPregrow: a length is
+		// only a claim (one of 1 GiB followed by nothing made a gigabyte's
+		// allocation), and past it the buffer grows as bytes come (pooled
+		// buffers keep their room from one page to the next).
+		buf.Grow(int(min(resp.ContentLength, maxPregrow)) + 1)
 	}
 	_, err = buf.ReadFrom(io.LimitReader(body, c.maxBody+1))
 	if err != nil {
@@ -514,6 +518,9 @@ func (r *response) release() {
 	}
 	r.buf, r.body = nil, nil
 }
+
+// maxPregrow bounds the room made ahead for a declared body length.
+const maxPregrow = 16 << 20
 
 // maxPooled keeps a rare huge body's buffer out of the pool.
 const maxPooled = 64 << 20

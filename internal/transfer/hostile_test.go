@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -627,5 +628,30 @@ func TestUncarriableEntityRefused(t *testing.T) {
 				t.Errorf("%s to %.20s (verify %v): err = %v, want %s", c.ent, o.To, o.Verify, err, c.want)
 			}
 		}
+	}
+}
+
+// TestDeclaredLengthIsNotAllocated: a response that declares a body of
+// nearly the limit and sends a few bytes costs a few bytes, not an
+// allocation of the declared length (1 GiB before).
+func TestDeclaredLengthIsNotAllocated(t *testing.T) {
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/devstoreaccount1/liar()" {
+			return false
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(maxResponse-1))
+		w.Write([]byte(`{"value":[`)) // and the connection ends
+		return true
+	})
+	c := testClient(t, src)
+	c.maxAttempts = 1
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := c.queryPage(context.Background(), "liar", "", "", "", 0, ""); err == nil {
+		t.Fatal("a body cut short of its declared length was read as a page")
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 2*maxPregrow {
+		t.Errorf("%d MiB allocated for a body that declared %d MiB and sent 10 bytes", grew>>20, maxResponse>>20)
 	}
 }
