@@ -50,14 +50,15 @@ type capListener struct {
 	shedMu    sync.Mutex
 }
 
-// headerBudget bounds the bytes of incomplete requests held at once.
-// net/http builds a request's header map line by line as they arrive, so a
-// client without credentials that sends headers slowly holds memory per
-// connection up to the header limit (64 KiB), and more than that:
-// thousands of tiny header lines cost ~530 KiB of map per connection, so
-// at the default 10,000 connections ~5 GB. Complete headers take a
-// connection out of the count at once; an SDK's request's headers arrive
-// in one read, so what is pending at any moment is the slow ones.
+// headerBudget bounds the bytes of incomplete requests held at once
+// (twice it while shed connections let go). net/http builds a request's
+// header map line by line as the lines arrive, so a client without
+// credentials that sends headers slowly holds memory on each connection,
+// and more than the bytes it sent: the 64 KiB header limit in tiny lines
+// costs ~530 KiB of map, so ~5 GB at the default 10,000 connections.
+// Complete headers take a connection out of the count at once; an SDK's
+// headers arrive in one read, so what is pending at any moment is the
+// slow ones.
 const headerBudget = 4 << 20
 
 func newCapListener(ln net.Listener, n int) *capListener {
