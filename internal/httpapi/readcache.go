@@ -30,10 +30,10 @@ type readCache[V any] struct {
 
 	mu sync.RWMutex
 	m  map[string]cachedRead[V]
-	// gen counts forget calls: what was read before a change was stored
-	// is not kept after it.
-	gen     uint64
-	loading map[string]*pendingRead[V] // at most max
+	// loading holds the read in flight per key (at most max). A read is
+	// kept in m only while it is still its key's entry here: forget
+	// removes it, so what was read before a change is not kept after it.
+	loading map[string]*pendingRead[V]
 }
 
 type cachedRead[V any] struct {
@@ -81,7 +81,7 @@ func (c *readCache[V]) get(ctx context.Context, key string) (V, error) {
 			c.loading = make(map[string]*pendingRead[V])
 		}
 		c.loading[key] = l
-		go c.load(key, c.gen, l)
+		go c.load(key, l)
 	}
 	c.mu.Unlock()
 	if ok {
@@ -96,9 +96,9 @@ func (c *readCache[V]) get(ctx context.Context, key string) (V, error) {
 	}
 }
 
-// load reads key into l and, unless forget was called meanwhile, into the
-// cache.
-func (c *readCache[V]) load(key string, gen uint64, l *pendingRead[V]) {
+// load reads key into l and, unless forget(key) was called meanwhile, into
+// the cache.
+func (c *readCache[V]) load(key string, l *pendingRead[V]) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.loadTimeout)
 	defer cancel()
 	v, err := c.read(ctx, key)
@@ -107,7 +107,7 @@ func (c *readCache[V]) load(key string, gen uint64, l *pendingRead[V]) {
 		l.err = err
 	} else {
 		l.v = v
-		if c.gen == gen {
+		if c.loading[key] == l {
 			if c.m == nil || len(c.m) >= c.max {
 				c.m = make(map[string]cachedRead[V])
 			}
@@ -128,7 +128,6 @@ func (c *readCache[V]) forget(key string) {
 	c.mu.Lock()
 	delete(c.m, key)
 	delete(c.loading, key)
-	c.gen++
 	c.mu.Unlock()
 }
 

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"github.com/partita/partita/internal/auth"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/kv/memkv"
 	"github.com/partita/partita/internal/settings"
 	"github.com/partita/partita/internal/tablestore"
@@ -316,6 +316,34 @@ func TestReadCacheForgetDetachesReadInFlight(t *testing.T) {
 	}
 	if v, _ := c.get(ctx, "k"); v != 2 {
 		t.Errorf("once the old read ended: %d, want 2 (it must not be kept)", v)
+	}
+}
+
+// TestReadCacheForgetIsPerKey: forgetting one key does not keep another
+// key's read in flight out of the cache. (One counter of forgets for the
+// whole cache did: a key holder setting one table's ACL over and over
+// left every other table's policies uncached, a store read per request.)
+func TestReadCacheForgetIsPerKey(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	c := &readCache[string]{ttl: time.Minute, max: 4, loadTimeout: time.Minute, now: time.Now,
+		read: func(ctx context.Context, key string) (string, error) {
+			if calls.Add(1) == 1 {
+				<-release
+			}
+			return key + "-v", nil
+		}}
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() { c.get(ctx, "a"); close(done) }()
+	for calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	c.forget("b") // another table's ACL changed meanwhile
+	close(release)
+	<-done
+	if v, _ := c.get(ctx, "a"); v != "a-v" || calls.Load() != 1 {
+		t.Errorf("a after its read and another key's forget: %q after %d reads; want it kept, 1 read", v, calls.Load())
 	}
 }
 
