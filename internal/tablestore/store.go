@@ -67,12 +67,10 @@ type Store struct {
 	// are forgotten wholesale (they are only a shortcut).
 	nHints  atomic.Int64
 	purging sync.WaitGroup
-	stop    chan struct{} // closed by Close: purges stop retrying
-	stopped sync.Once
-	// purgeCtx is cancelled by Close, so that a purge stuck in the
-	// database (rows locked by another session) does not hold Close up;
-	// purgeSlots bounds the purges running at once, so that stuck ones
-	// cannot take every connection of a shared store's pool.
+	// purgeCtx is cancelled by Close: purges stop retrying, and one stuck
+	// in the database (rows locked by another session) does not hold
+	// Close up. purgeSlots bounds the purges running at once, so that
+	// stuck ones cannot take every connection of a shared store's pool.
 	purgeCtx    context.Context
 	purgeCancel context.CancelFunc
 	purgeSlots  chan struct{}
@@ -123,7 +121,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.PurgeRetry <= 0 {
 		o.PurgeRetry = time.Second
 	}
-	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), stop: make(chan struct{}), purgeSlots: make(chan struct{}, maxPurges)}
+	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), purgeSlots: make(chan struct{}, maxPurges)}
 	s.purgeCtx, s.purgeCancel = context.WithCancel(context.Background())
 	if !o.Shared {
 		s.rows = newRowCache(o.RowCacheBytes)
@@ -159,10 +157,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 // Close waits for background purges (a purge waiting to retry stops; the
 // next Open resumes it). It does not close the kv.DB.
 func (s *Store) Close() error {
-	s.stopped.Do(func() {
-		close(s.stop)
-		s.purgeCancel()
-	})
+	s.purgeCancel()
 	s.purging.Wait()
 	return nil
 }
@@ -382,7 +377,7 @@ func (s *Store) startPurge(t *tableRecord) {
 				wait = min(2*wait, time.Minute)
 			}
 			select {
-			case <-s.stop:
+			case <-s.purgeCtx.Done():
 				return // resumed at the next start
 			case <-time.After(pause):
 			}
