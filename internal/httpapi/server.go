@@ -296,6 +296,12 @@ type cachedDate struct {
 	val []string
 }
 
+// bodyDeadline is when a body of n bytes must have arrived: --body-timeout
+// plus its length at --body-min-rate-kb.
+func (s *Server) bodyDeadline(n int64) time.Time {
+	return time.Now().Add(s.bodyWait + time.Duration(n*int64(time.Second)/s.bodyRate))
+}
+
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == "PRI" && r.ProtoMajor == 2 {
 		// The preface of cleartext HTTP/2 (h2c with prior knowledge),
@@ -345,7 +351,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if n < 0 || n > 4<<20 { // chunked, or too large to be waited for
 			n = 4 << 20
 		}
-		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyWait + time.Duration(n*int64(time.Second)/s.bodyRate)))
+		http.NewResponseController(w).SetReadDeadline(s.bodyDeadline(n))
 	}
 	defer func() {
 		if v := recover(); v != nil {
@@ -547,7 +553,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, rc *reqCtx, li
 		rc.bodyHeld, rc.bodyClaims = reserve, claims
 	}
 	ctl := http.NewResponseController(w)
-	ctl.SetReadDeadline(time.Now().Add(s.bodyWait + time.Duration(reserve*int64(time.Second)/s.bodyRate)))
+	ctl.SetReadDeadline(s.bodyDeadline(reserve))
 	body, err := readAll(w, r, limit)
 	if err != nil {
 		var mb *http.MaxBytesError
