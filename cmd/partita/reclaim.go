@@ -228,9 +228,9 @@ func (l *capListener) Accept() (net.Conn, error) {
 }
 
 // reclaim closes the connection idle the longest between requests, or
-// else the oldest that has sent no complete request for reclaimAfter; it
-// reports whether it found one.
-func (l *capListener) reclaim() bool {
+// else the oldest that has sent no complete request for reclaimAfter, if
+// there is one.
+func (l *capListener) reclaim() {
 	var idle, silent *capConn
 	l.mu.Lock()
 	for c := range l.conns {
@@ -250,11 +250,9 @@ func (l *capListener) reclaim() bool {
 	if victim == nil {
 		victim = silent
 	}
-	if victim == nil {
-		return false
+	if victim != nil {
+		victim.Conn.Close() // the server sees the read fail and closes it
 	}
-	victim.Conn.Close() // the server sees the read fail and closes it
-	return true
 }
 
 func (l *capListener) Close() error {
