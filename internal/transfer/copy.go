@@ -338,12 +338,9 @@ func (w *writer) count(n, bytes int, ts *tableStats) {
 
 // copyFromRemote copies each selected table by key ranges in parallel.
 func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoint, st *stats) error {
-	names, err := src.remote.ListTables(ctx)
+	names, err := src.remote.ListTables(ctx) // at most maxTables
 	if err != nil {
 		return err
-	}
-	if len(names) > maxTables {
-		return fmt.Errorf("source: more than %d tables; select some with --tables", maxTables)
 	}
 	tables, err := selectTables(names, o.Tables)
 	if err != nil {
