@@ -457,7 +457,7 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 	// Whatever hangs (a request, a store that cannot close), the process
 	// ends: a supervisor that sent SIGTERM expects it to.
 	*hard = time.AfterFunc(c.ShutdownTimeout+shutdownGrace, func() {
-		log.Error("shutdown did not finish in time; exiting without closing the store (a restart recovers every acknowledged write from the write-ahead log)", "limit", (c.ShutdownTimeout + shutdownGrace).String())
+		log.Error("shutdown did not finish in time; exiting without closing the store (every acknowledged write is already durable: a restart finds it)", "limit", (c.ShutdownTimeout + shutdownGrace).String())
 		os.Exit(1)
 	})
 	sctx, cancel := context.WithTimeout(context.Background(), c.ShutdownTimeout)
