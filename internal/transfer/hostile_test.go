@@ -651,7 +651,10 @@ func TestDeclaredLengthIsNotAllocated(t *testing.T) {
 		t.Fatal("a body cut short of its declared length was read as a page")
 	}
 	runtime.ReadMemStats(&after)
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 2*maxPregrow {
+	// The room made ahead, allocated up to twice over by bytes.Buffer's
+	// growth (and the race detector's build), and the request's own: far
+	// under the declared gigabyte.
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4*maxPregrow {
 		t.Errorf("%d MiB allocated for a body that declared %d MiB and sent 10 bytes", grew>>20, maxResponse>>20)
 	}
 }
