@@ -89,13 +89,13 @@ func TestCapListenerReclaimsIdle(t *testing.T) {
 		if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
 			t.Fatalf("new client %d: %d", i, code)
 		}
-		if d := time.Since(start); d > 2*time.Second {
+		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("new client %d served after %v with every connection idle", i, d)
 		}
 	}
 	closed := 0
 	for _, c := range idle {
-		c.SetReadDeadline(time.Now().Add(time.Second))
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Read(make([]byte, 1)); err == io.EOF || err != nil && !isTimeout(err) {
 			closed++
 		}
@@ -140,7 +140,7 @@ func TestCapListenerReclaimsSilent(t *testing.T) {
 	if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
 		t.Fatalf("new client: %d", code)
 	}
-	if d := time.Since(start); d > reclaimAfter+2*time.Second {
+	if d := time.Since(start); d > reclaimAfter+5*time.Second {
 		t.Errorf("new client served after %v", d)
 	} else {
 		t.Logf("served after %v", d.Round(100*time.Millisecond))
@@ -185,10 +185,12 @@ func partialHeaders(t *testing.T, c net.Conn, n int) {
 	}
 }
 
-// closedByServer reports whether the server has closed c (a read ends in
-// EOF or a reset rather than waiting).
-func closedByServer(c net.Conn) bool {
-	c.SetReadDeadline(time.Now().Add(time.Second))
+// closedByServer reports whether the server closes c within wait (a read
+// ends in EOF or a reset rather than waiting). A test expecting the close
+// waits long (the server's goroutines may not run for a while on a busy
+// machine under -race), one expecting none a second.
+func closedByServer(c net.Conn, wait time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(wait))
 	_, err := c.Read(make([]byte, 1))
 	return err != nil && !isTimeout(err)
 }
@@ -220,10 +222,10 @@ func TestCapListenerShedsSlowHeaders(t *testing.T) {
 	young := dial(t, addr)
 	partialHeaders(t, young, 40<<10) // 80 KiB pending: past the budget
 
-	if !closedByServer(old) {
+	if !closedByServer(old, 10*time.Second) {
 		t.Error("the connection waiting the longest was not closed past the budget")
 	}
-	if closedByServer(young) {
+	if closedByServer(young, time.Second) {
 		t.Error("the newer connection was closed too, though the older one's bytes were enough")
 	}
 	if p := cl.pending.Load() - cl.lingering.Load(); p > cl.budget {
@@ -282,14 +284,12 @@ func TestCapConnHalfCloses(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 		t.Fatalf("status %d, want 431", resp.StatusCode)
 	}
-	// The answer has no length: its body ends with the stream.
-	start := time.Now()
+	// The answer has no length: its body ends with the stream. Without
+	// the half close the stream ends with the close, 500 ms later, and
+	// the bytes the server never read make that close a reset, which the
+	// read reports (the test checks the outcome, not a time, so that a
+	// busy machine cannot fail it).
 	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		t.Fatalf("reading the answer to its end: %v", err)
-	}
-	// Without the half close the end comes with the close, after
-	// net/http's 500 ms wait.
-	if d := time.Since(start); d > 300*time.Millisecond {
-		t.Errorf("the stream ended %v after the answer, want a half close at once", d)
+		t.Fatalf("reading the answer to its end: %v (want the stream's end: a half close)", err)
 	}
 }
