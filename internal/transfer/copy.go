@@ -439,6 +439,7 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 	go func() {
 		defer close(pages)
 		npk, nrk := r.NextPK, r.NextRK
+		var order scanOrder
 		for {
 			var p *page
 			var err error
@@ -448,7 +449,7 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 				p, err = src.remote.queryPrepared(ctx, table, filter, npk, nrk)
 			}
 			if err == nil {
-				err = src.remote.noProgress(table, npk, nrk, p)
+				err = order.next(src.remote, table, npk, nrk, p)
 			}
 			select {
 			case pages <- item{p, err}:

@@ -203,15 +203,17 @@ type client struct {
 	hc   *http.Client
 	u    *url.URL
 	side string // "source" or "destination", for messages
-	// Retries counts requests retried after 503, 500 or a network error.
+	// Retries counts requests retried (retryStatus, or a network error).
 	retries func()
 	// maxAttempts bounds the tries of one request.
 	maxAttempts int
 	// headerTimeout bounds the wait for a response's headers (a Table
 	// service sends them at once; a query page's body may take longer),
-	// idleTimeout a body's silence, requestTimeout a whole request. An
-	// endpoint that accepted and never answered held a copy for the
-	// 2-minute request timeout times 10 attempts.
+	// idleTimeout a body's silence, requestTimeout a whole request (long:
+	// a genuine page of large entities over a slow link may take minutes,
+	// and the idle timeout already ends one that stops). An endpoint that
+	// accepted and never answered once held a copy for a 2-minute request
+	// timeout times 10 attempts.
 	headerTimeout, idleTimeout, requestTimeout time.Duration
 	// maxBody bounds a response body (maxResponse; tests set less).
 	maxBody int64
@@ -221,7 +223,7 @@ type client struct {
 const (
 	headerTimeout  = 30 * time.Second
 	idleTimeout    = 60 * time.Second
-	requestTimeout = 2 * time.Minute
+	requestTimeout = 10 * time.Minute
 )
 
 // maxTimeouts bounds the tries of one request that timed out: an endpoint
@@ -333,8 +335,55 @@ type response struct {
 	buf    *bytes.Buffer // body's pooled buffer, for release
 }
 
-// do sends r, retrying 503, 500 and network errors with backoff that honours
-// Retry-After. Any other status is returned as is.
+// retryStatus reports a status the Azure SDKs' retry policies retry: a
+// busy or failing service (500, 503), a gateway's (502, 504), a timeout
+// (408) and throttling (429, which proxies and other services send).
+func retryStatus(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// maxRetryAfter bounds the wait an answer may ask for.
+const maxRetryAfter = time.Minute
+
+// retryAfter is the wait an answer asks for, 0 for none (or one past
+// maxRetryAfter, which is not believed): x-ms-retry-after-ms or
+// retry-after-ms in milliseconds (as the SDKs read them first), else
+// Retry-After in seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	for _, name := range []string{"X-Ms-Retry-After-Ms", "Retry-After-Ms"} {
+		if v := h.Get(name); v != "" {
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms >= 0 && ms <= maxRetryAfter.Milliseconds() {
+				return time.Duration(ms) * time.Millisecond
+			}
+			return 0
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if s >= 0 && s <= int64(maxRetryAfter/time.Second) {
+			return time.Duration(s) * time.Second
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 && d <= maxRetryAfter {
+			return d
+		}
+	}
+	return 0
+}
+
+// do sends r, retrying the statuses retryStatus names and network errors
+// with backoff that honours the wait the answer asks for (retryAfter).
+// Any other status is returned as is.
 func (c *client) do(ctx context.Context, r *request) (*response, error) {
 	var last error
 	timeouts := 0
@@ -360,11 +409,9 @@ func (c *client) do(ctx context.Context, r *request) (*response, error) {
 					return nil, last
 				}
 			}
-		case resp.status == http.StatusServiceUnavailable || resp.status == http.StatusInternalServerError:
+		case retryStatus(resp.status):
 			last = parseError(c.side, r.method, r.path, resp.status, resp.body)
-			if s, err := strconv.Atoi(resp.header.Get("Retry-After")); err == nil && s >= 0 && s <= 60 {
-				wait = time.Duration(s) * time.Second
-			}
+			wait = retryAfter(resp.header, time.Now())
 		default:
 			return resp, nil
 		}

@@ -5,16 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/internal/changeset"
@@ -656,5 +659,168 @@ func TestDeclaredLengthIsNotAllocated(t *testing.T) {
 	// under the declared gigabyte.
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4*maxPregrow {
 		t.Errorf("%d MiB allocated for a body that declared %d MiB and sent 10 bytes", grew>>20, maxResponse>>20)
+	}
+}
+
+// TestContinuationCycle: a source whose continuations alternate (A leads
+// to B, B back to A) makes no progress either, with entities on its pages
+// (they come again) or without (the continuation comes back), for every
+// reader; and a page whose entities are out of order or repeated fails
+// before any of it is written.
+func TestContinuationCycle(t *testing.T) {
+	flip := func(r *http.Request) (string, string) {
+		if r.URL.Query().Get("NextPartitionKey") == "1!4!QQ--" {
+			return "1!4!Qg--", ""
+		}
+		return "1!4!QQ--", ""
+	}
+	ent := `{"value":[{"PartitionKey":"p","RowKey":"r","x":1}]}`
+	for _, c := range []struct {
+		name string
+		o    Options
+		page string
+		want string
+	}{
+		{"range", Options{Parallel: 1}, ent, "the source returns entities again"},
+		{"range, empty pages", Options{Parallel: 1}, `{"value":[]}`, "no progress"},
+		{"partitions", Options{Parallel: 2}, `{"value":[]}`, "no progress"},
+		{"verify", Options{Parallel: 1, Verify: true}, ent, "the source returns entities again"},
+		{"a page out of order", Options{Parallel: 1}, `{"value":[{"PartitionKey":"p","RowKey":"s","x":1},{"PartitionKey":"p","RowKey":"r","x":1}]}`, "in one page"},
+		{"an entity twice in a page", Options{Parallel: 1}, `{"value":[{"PartitionKey":"p","RowKey":"r","x":1},{"PartitionKey":"p","RowKey":"r","x":2}]}`, "in one page"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := c.o
+			o.From = loopSource(t, oneTable, c.page, flip)
+			dir := t.TempDir()
+			o.To = filepath.Join(dir, "out")
+			if o.Verify {
+				o.To = o.From
+			}
+			err := runCopy(t, o)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+			if !o.Verify {
+				// The export holds at most the first page, once.
+				b, _ := os.ReadFile(filepath.Join(o.To, "loop.jsonl"))
+				if n := strings.Count(string(b), `"RowKey":"r"`); n > 1 {
+					t.Errorf("the export holds the entity %d times", n)
+				}
+			}
+		})
+	}
+}
+
+// TestKeyOrderOracle checks keyCmp against UTF-8 byte order (Go's string
+// comparison) and UTF-16 code unit order (utf16.Encode, compared unit by
+// unit) over random keys drawn from the ranges where the two differ.
+func TestKeyOrderOracle(t *testing.T) {
+	cmp16 := func(a, b string) int {
+		x, y := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+		return slices.Compare(x, y)
+	}
+	alphabet := []rune{'a', 'b', 'é', 0x7ff, 0x800, 0xd7ff, 0xe000, 0xfffd, 0xffff, 0x10000, 0x1f600, 0x10ffff}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	key := func() string {
+		r := make([]rune, rnd.IntN(4))
+		for i := range r {
+			r[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		return string(r)
+	}
+	for range 200000 {
+		a, b := key(), key()
+		c8, c16 := keyCmp(a, b)
+		if want := strings.Compare(a, b); c8 != want {
+			t.Fatalf("keyCmp(%q, %q) byte order %d, want %d", a, b, c8, want)
+		}
+		if want := cmp16(a, b); c16 != want {
+			t.Fatalf("keyCmp(%q, %q) UTF-16 order %d, want %d", a, b, c16, want)
+		}
+		if b8, b16 := keyCmp([]byte(a), []byte(b)); b8 != c8 || b16 != c16 {
+			t.Fatalf("keyCmp on bytes differs from strings for %q, %q", a, b)
+		}
+	}
+	// A source sorted in either order passes keyAfter; a repeat does not.
+	if !keyAfter("p", "\U0001F600", "p", "\uE000") || !keyAfter("p", "\uE000", "p", "\U0001F600") {
+		t.Error("keyAfter refuses a step that one of the orders takes")
+	}
+	if keyAfter("p", "r", "p", "r") || keyAfter("q", "", "p", "z") {
+		t.Error("keyAfter takes a repeat or a step back")
+	}
+}
+
+// TestThrottlingRetried: the statuses the Azure SDKs retry (429 from a
+// proxy or a throttling gateway, 408, 502, 504, besides 500 and 503) are
+// retried after the wait the answer asks for; a 400 is not.
+func TestThrottlingRetried(t *testing.T) {
+	for _, c := range []struct {
+		status int
+		header [2]string
+		wait   time.Duration
+	}{
+		{http.StatusTooManyRequests, [2]string{"x-ms-retry-after-ms", "300"}, 300 * time.Millisecond},
+		{http.StatusTooManyRequests, [2]string{"Retry-After", "1"}, time.Second},
+		{http.StatusRequestTimeout, [2]string{}, 0},
+		{http.StatusBadGateway, [2]string{"retry-after-ms", "200"}, 200 * time.Millisecond},
+		{http.StatusGatewayTimeout, [2]string{}, 0},
+		{http.StatusServiceUnavailable, [2]string{}, 0},
+	} {
+		var calls atomic.Int32
+		src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+			if calls.Add(1) == 1 {
+				if c.header[0] != "" {
+					w.Header().Set(c.header[0], c.header[1])
+				}
+				w.WriteHeader(c.status)
+				return true
+			}
+			jsonReply(w, `{"value":[{"PartitionKey":"p","RowKey":"r","x":1}]}`)
+			return true
+		})
+		cl := testClient(t, src)
+		start := time.Now()
+		p, err := cl.queryPage(context.Background(), "t", "", "", "", 0, "")
+		if err != nil {
+			t.Fatalf("%d: %v", c.status, err)
+		}
+		if len(p.entities) != 1 || calls.Load() != 2 {
+			t.Fatalf("%d: %d entities after %d requests, want 1 after 2", c.status, len(p.entities), calls.Load())
+		}
+		if d := time.Since(start); d < c.wait {
+			t.Errorf("%d with %s: %s: retried after %v", c.status, c.header[0], c.header[1], d)
+		}
+	}
+	var calls atomic.Int32
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		calls.Add(1)
+		w.WriteHeader(http.StatusBadRequest)
+		return true
+	})
+	if _, err := testClient(t, src).queryPage(context.Background(), "t", "", "", "", 0, ""); err == nil || calls.Load() != 1 {
+		t.Fatalf("400: %v after %d requests, want an error after 1", err, calls.Load())
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		h    http.Header
+		want time.Duration
+	}{
+		{http.Header{}, 0},
+		{http.Header{"X-Ms-Retry-After-Ms": {"1500"}, "Retry-After": {"9"}}, 1500 * time.Millisecond},
+		{http.Header{"Retry-After-Ms": {"20"}}, 20 * time.Millisecond},
+		{http.Header{"Retry-After": {"3"}}, 3 * time.Second},
+		{http.Header{"Retry-After": {now.Add(5 * time.Second).Format(http.TimeFormat)}}, 5 * time.Second},
+		{http.Header{"Retry-After": {now.Add(-5 * time.Second).Format(http.TimeFormat)}}, 0},
+		{http.Header{"Retry-After": {"3600"}}, 0},
+		{http.Header{"X-Ms-Retry-After-Ms": {"-1"}}, 0},
+		{http.Header{"X-Ms-Retry-After-Ms": {"99999999999999999999"}}, 0},
+		{http.Header{"Retry-After": {"soon"}}, 0},
+	} {
+		if got := retryAfter(c.h, now); got != c.want {
+			t.Errorf("retryAfter(%v) = %v, want %v", c.h, got, c.want)
+		}
 	}
 }

@@ -51,6 +51,10 @@ type page struct {
 	count          int
 	bytes          int
 	nextPK, nextRK string
+	// keyed: the page has entities, the first and last of which have the
+	// keys first and last (keyOrder.end; for scanOrder).
+	keyed       bool
+	first, last [2]string
 }
 
 // queryPage reads one page of table with filter from the continuation.
@@ -60,6 +64,7 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 		return nil, err
 	}
 	p.entities = make([]*partita.Entity, 0, len(values))
+	var order keyOrder[string]
 	for _, raw := range values {
 		if sel == "" { // a $select leaves the other members out
 			if err := c.checkEntity(table, raw); err != nil {
@@ -70,8 +75,14 @@ func (c *client) queryPage(ctx context.Context, table, filter, npk, nrk string, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
 		}
+		if sel == "" { // (partitions' $select of PartitionKey reads one entity a page)
+			if err := order.add(c.side, table, e.PartitionKey, e.RowKey); err != nil {
+				return nil, err
+			}
+		}
 		p.entities = append(p.entities, e)
 	}
+	order.end(p)
 	// The entities hold copies (DecodeEntity copies every string and
 	// value), so the body's buffer can serve the next response.
 	resp.release()
@@ -166,9 +177,17 @@ func (c *client) queryRecords(ctx context.Context, table, filter, npk, nrk strin
 	}
 	var l liteEntity
 	recs := make([]byte, 0, len(resp.body)+len(resp.body)/8)
+	var order keyOrder[[]byte]
 	for _, raw := range values {
 		var ok bool
 		if recs, ok = l.appendRecordFast(recs, table, raw); ok {
+			// The fast path's keys are the body's bytes, which it
+			// takes only when they need no unescaping.
+			pk, _ := l.key(partita.PropPartitionKey)
+			rk, _ := l.key(partita.PropRowKey)
+			if err := order.add(c.side, table, pk, rk); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err := c.checkEntity(table, raw); err != nil {
@@ -178,8 +197,12 @@ func (c *client) queryRecords(ctx context.Context, table, filter, npk, nrk strin
 		if err != nil {
 			return nil, fmt.Errorf("%s: query %s: cannot read entity %.200s: %v", c.side, table, raw, err)
 		}
+		if err := order.add(c.side, table, []byte(e.PartitionKey), []byte(e.RowKey)); err != nil {
+			return nil, err
+		}
 		recs = AppendRecord(recs, table, e)
 	}
+	order.end(p)
 	p.records, p.count = recs, len(values)
 	resp.release()
 	return p, nil
@@ -195,6 +218,7 @@ func (c *client) queryPrepared(ctx context.Context, table, filter, npk, nrk stri
 		return nil, err
 	}
 	var l liteEntity
+	var order keyOrder[string]
 	// One buffer for every body of the page; offsets until it stops growing.
 	buf := make([]byte, 0, len(resp.body))
 	ends := make([]int, len(values))
@@ -215,8 +239,12 @@ func (c *client) queryPrepared(ctx context.Context, table, filter, npk, nrk stri
 			p.prepared[i].pk, p.prepared[i].rk = e.PartitionKey, e.RowKey
 			buf = appendRequestEntity(buf, e)
 		}
+		if err := order.add(c.side, table, p.prepared[i].pk, p.prepared[i].rk); err != nil {
+			return nil, err
+		}
 		ends[i] = len(buf)
 	}
+	order.end(p)
 	start := 0
 	for i, end := range ends {
 		p.prepared[i].body = buf[start:end:end]
@@ -292,6 +320,7 @@ func (c *client) partitions(ctx context.Context, table string, limit int) (pks [
 		// out): follow it.
 		npk, nrk := "", ""
 		var found bool
+		var order scanOrder
 		for {
 			p, err := c.queryPage(ctx, table, f, npk, nrk, 1, "PartitionKey")
 			if err != nil {
@@ -304,7 +333,7 @@ func (c *client) partitions(ctx context.Context, table string, limit int) (pks [
 			if p.nextPK == "" && p.nextRK == "" {
 				break
 			}
-			if err := c.noProgress(table, npk, nrk, p); err != nil {
+			if err := order.next(c, table, npk, nrk, p); err != nil {
 				return nil, false, err
 			}
 			npk, nrk = p.nextPK, p.nextRK

@@ -129,6 +129,7 @@ func readAll(ctx context.Context, s *side, table, filter string) ([]*partita.Ent
 	var es []*partita.Entity
 	if s.remote != nil {
 		npk, nrk := "", ""
+		var order scanOrder
 		for {
 			p, err := s.remote.queryPage(ctx, table, filter, npk, nrk, 0, "")
 			if err != nil {
@@ -138,7 +139,7 @@ func readAll(ctx context.Context, s *side, table, filter string) ([]*partita.Ent
 			if p.nextPK == "" && p.nextRK == "" {
 				break
 			}
-			if err := s.remote.noProgress(table, npk, nrk, p); err != nil {
+			if err := order.next(s.remote, table, npk, nrk, p); err != nil {
 				return nil, err
 			}
 			npk, nrk = p.nextPK, p.nextRK
