@@ -135,7 +135,9 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 }
 
 // migrate creates the schema; it is idempotent and safe to run from
-// several processes at once (a lost creation race is retried).
+// several processes at once (a lost creation race is retried). A database
+// that cannot be reached is not waited for here: that is the caller's to
+// decide (serve's --store-wait), and Open returns at once when ctx ends.
 func (db *DB) migrate(ctx context.Context) error {
 	stmts := []string{
 		`CREATE TABLE IF NOT EXISTS partita_schema (version INT PRIMARY KEY)`,
@@ -149,10 +151,15 @@ func (db *DB) migrate(ctx context.Context) error {
 				break
 			}
 		}
-		if err == nil {
+		if err == nil || ctx.Err() != nil || errors.Is(classify(err), kv.ErrUnavailable) {
 			break
 		}
-		time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+		t := time.NewTimer(time.Duration(attempt+1) * 50 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("pgkv: create schema: %w", classify(err))
