@@ -32,8 +32,10 @@ type proc struct {
 	AdminURL string // when the test passes --admin-addr
 	cmd      *exec.Cmd
 	done     chan struct{}
-	mu       sync.Mutex
-	log      bytes.Buffer
+	// urlc receives the public listener's URL once the process serves.
+	urlc chan string
+	mu   sync.Mutex
+	log  bytes.Buffer
 }
 
 func (p *proc) Write(b []byte) (int, error) {
@@ -78,6 +80,7 @@ func startProc(t *testing.T, bin string, cred *syscall.Credential, serve bool, a
 		t.Fatal(err)
 	}
 	urlc, adminc := make(chan string, 1), make(chan string, 1)
+	p.urlc = urlc
 	go func() {
 		lines := bufio.NewScanner(out)
 		for lines.Scan() {

@@ -40,8 +40,11 @@ type pgNode struct {
 	name string
 	dir  string // data directory
 	port int
-	cmd  *exec.Cmd
-	done chan struct{}
+	// password is the postgres user's, for a server that asks for one
+	// (empty: trust, as initdb --auth=trust sets up).
+	password string
+	cmd      *exec.Cmd
+	done     chan struct{}
 }
 
 // pgPair is a primary and a synchronous standby on loopback ports, built
@@ -58,20 +61,36 @@ type pgPair struct {
 }
 
 // newPGPair starts a primary and a synchronous standby, or skips the test
-// when PostgreSQL is not installed (fails in CI, where .ci/run installs it).
-// It runs in the Pebble pass of the e2e suite only: it brings its own
-// servers, so the PostgreSQL pass would run it a second time for nothing.
+// as newPGServers does.
 func newPGPair(t *testing.T) *pgPair {
 	t.Helper()
+	p := newPGServers(t)
+	p.primary = p.newDir("primary", freePort(t))
+	p.run("initdb", "-D", p.primary.dir, "--auth=trust", "-U", "postgres", "-E", "UTF8", "--no-locale")
+	p.start(p.primary)
+	p.exec(p.primary, `CREATE DATABASE partita`)
+	p.standby = p.newDir("standby", freePort(t))
+	p.attachStandby()
+	return p
+}
+
+// newPGServers prepares servers of the test's own (the binaries, a
+// directory, the user to run them as, their end with the test) and starts
+// none; it skips the test when PostgreSQL is not installed (fails in CI,
+// where .ci/run installs it). Tests that bring their own servers run in
+// the Pebble pass of the e2e suite only: the PostgreSQL pass would run
+// them a second time for nothing.
+func newPGServers(t *testing.T) *pgPair {
+	t.Helper()
 	if E2EStore == "postgres" {
-		t.Skip("the replicated-PostgreSQL tests bring their own servers and run in the Pebble pass")
+		t.Skip("tests that bring their own PostgreSQL servers run in the Pebble pass")
 	}
 	bin := pgBinDir()
 	if bin == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal("PostgreSQL's server binaries are not installed in CI")
 		}
-		t.Skip("NOTICE: PostgreSQL's server binaries (/usr/lib/postgresql/*/bin) are not installed; the failover tests are skipped")
+		t.Skipf("NOTICE: PostgreSQL's server binaries (/usr/lib/postgresql/*/bin) are not installed; %s is skipped", t.Name())
 	}
 	root, err := os.MkdirTemp("", "partita-failover-")
 	if err != nil {
@@ -94,12 +113,6 @@ func newPGPair(t *testing.T) *pgPair {
 		}
 		os.RemoveAll(root)
 	})
-	p.primary = p.newDir("primary", freePort(t))
-	p.run("initdb", "-D", p.primary.dir, "--auth=trust", "-U", "postgres", "-E", "UTF8", "--no-locale")
-	p.start(p.primary)
-	p.exec(p.primary, `CREATE DATABASE partita`)
-	p.standby = p.newDir("standby", freePort(t))
-	p.attachStandby()
 	return p
 }
 
@@ -178,7 +191,11 @@ func (p *pgPair) start(n *pgNode) {
 }
 
 func (n *pgNode) adminDSN() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", n.port)
+	user := "postgres"
+	if n.password != "" {
+		user += ":" + n.password
+	}
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", user, n.port)
 }
 
 // exec runs SQL statements on n.
