@@ -98,6 +98,9 @@ type Config struct {
 	// Metrics and Advisor turn the Prometheus metrics and the key-design
 	// advisor on (the default) or off.
 	Metrics, Advisor bool
+	// StoreWait is how long a PostgreSQL store that cannot be reached at
+	// start is tried again before serve gives up (0: not at all).
+	StoreWait time.Duration
 }
 
 // shutdownGrace is how long closing the store may take after the
@@ -161,6 +164,7 @@ func serveFlags(c *Config) []flagDef {
 		{"addr", "PARTITA_ADDR", &c.Addr, envOr("PARTITA_ADDR", "127.0.0.1:10002"), "listen address"},
 		{"data", "PARTITA_DATA", &c.Data, envOr("PARTITA_DATA", "./partita-data"), "data directory for the embedded store"},
 		{"store", "PARTITA_STORE", &c.Store, envOr("PARTITA_STORE", "pebble"), "storage engine: pebble (embedded, durable; default), mem (in memory, lost on exit), or a postgres:// URL (PostgreSQL, shared by any number of partita front ends)"},
+		{"store-wait", "", &c.StoreWait, 60 * time.Second, "with --store postgres://: how long to keep trying to reach the database at start (one not up yet, starting up, or out of connections), with pauses from 250ms doubling to 5s and a warning at most every 5s, before exiting with status 2; 0 tries once. A refusal that waiting does not cure (a wrong password, a database that does not exist, a bad URL, a schema newer than this partita) exits at once"},
 		{"accounts", "PARTITA_ACCOUNTS, else AZURITE_ACCOUNTS", &c.Accounts, envOr("PARTITA_ACCOUNTS", envOr("AZURITE_ACCOUNTS", DevAccounts)), `accounts and base64 keys, "name:key1[:key2];name2:key1"`},
 		{"cert", "PARTITA_CERT", &c.Cert, envOr("PARTITA_CERT", ""), "TLS certificate file (PEM); serve HTTPS when set with --key"},
 		{"key", "PARTITA_KEY", &c.Key, envOr("PARTITA_KEY", ""), "TLS private key file (PEM)"},
@@ -258,6 +262,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 		{"read-header-timeout", c.ReadHeaderTimeout <= 0, "positive"},
 		{"idle-timeout", c.IdleTimeout <= 0, "positive"},
 		{"shutdown-timeout", c.ShutdownTimeout < 0, "0 or more"},
+		{"store-wait", c.StoreWait < 0, "0 (try once) or more"},
 		{"max-sync-duration", c.MaxSyncDuration < 0, "0 (never give up) or more"},
 		{"min-free-mb", c.MinFreeMB < 0, "0 (no guard) or more"},
 		{"row-cache-mb", c.RowCacheMB < 0, "0 (off) or more"},
@@ -368,11 +373,82 @@ func openEngine(ctx context.Context, c Config, log *slog.Logger, fx *fatalExit) 
 	if engineName(c.Store) != "postgres" {
 		return nil, false, fmt.Errorf("--store %q: want pebble, mem or a postgres:// URL", c.Store)
 	}
-	pg, err := pgkv.Open(ctx, c.Store, nil)
+	pg, err := openPostgres(ctx, c.Store, c.StoreWait, log)
 	if err != nil {
 		return nil, false, err
 	}
 	return pg, true, nil
+}
+
+// Pauses between attempts to reach the database at start, and between
+// the warnings that say so.
+const (
+	storeRetryFirst = 250 * time.Millisecond
+	storeRetryMax   = 5 * time.Second
+	storeWaitLogged = 5 * time.Second
+)
+
+// openPostgres opens the PostgreSQL store, trying again for up to wait
+// while the database cannot be reached (kv.ErrUnavailable: refused or
+// unanswered connections, "the database system is starting up", too many
+// connections), as when the database and partita start together. Any
+// other failure (a wrong password, a missing database, a bad DSN, a newer
+// schema) is returned at once: waiting would not cure it. When ctx ends
+// (SIGINT or SIGTERM) it returns at once, without waiting for the pause or
+// the attempt in progress.
+func openPostgres(ctx context.Context, dsn string, wait time.Duration, log *slog.Logger) (*pgkv.DB, error) {
+	start := time.Now()
+	deadline := start.Add(wait)
+	pause := storeRetryFirst
+	var logged time.Time
+	var prev error // the previous attempt's
+	for {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if wait > 0 {
+			// An attempt that hangs (a host that does not answer) ends
+			// with the wait.
+			actx, cancel = context.WithDeadline(ctx, deadline)
+		}
+		db, err := pgkv.Open(actx, dsn, nil)
+		cut := actx.Err() != nil // the end of the wait (or a signal) stopped the attempt
+		cancel()
+		if err == nil {
+			if !logged.IsZero() {
+				log.Info("database reachable; store opened", "waited", time.Since(start).Round(time.Millisecond).String())
+			}
+			return db, nil
+		}
+		if ctx.Err() != nil {
+			return nil, errors.New("interrupted while waiting for the database (opening the store)")
+		}
+		if !errors.Is(err, kv.ErrUnavailable) && !cut {
+			return nil, err // waiting would not cure it
+		}
+		if wait == 0 {
+			return nil, err
+		}
+		if cut || !time.Now().Before(deadline) {
+			if cut && prev != nil {
+				err = prev // the last attempt was cut short: say why the others failed
+			}
+			return nil, fmt.Errorf("the database was not reachable within --store-wait %s: %w", wait, err)
+		}
+		prev = err
+		left := time.Until(deadline)
+		if now := time.Now(); logged.IsZero() || now.Sub(logged) >= storeWaitLogged {
+			log.Warn("database not reachable yet; trying again until --store-wait runs out", "err", err,
+				"waited", now.Sub(start).Round(time.Millisecond).String(), "gives_up_in", left.Round(time.Second).String())
+			logged = now
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errors.New("interrupted while waiting for the database (opening the store)")
+		}
+		pause = min(2*pause, storeRetryMax)
+	}
 }
 
 // startPprof serves net/http/pprof on addr, when it is set.

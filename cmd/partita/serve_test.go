@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeGCFlags: the GC target defaults to 400 and the soft memory
@@ -69,6 +70,27 @@ func TestServeCacheFlag(t *testing.T) {
 	}
 	if _, err := parseConfig([]string{"--cache-mb", "lots"}, io.Discard); err == nil {
 		t.Error("--cache-mb lots: accepted")
+	}
+}
+
+// TestServeStoreWaitFlag: --store-wait defaults to a minute, takes 0 (try
+// once) and refuses a negative wait.
+func TestServeStoreWaitFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, time.Minute},
+		{[]string{"--store-wait", "0"}, 0},
+		{[]string{"--store-wait", "5m"}, 5 * time.Minute},
+	} {
+		c, err := parseConfig(tc.args, io.Discard)
+		if err != nil || c.StoreWait != tc.want {
+			t.Errorf("%v: store-wait %v, %v; want %v", tc.args, c.StoreWait, err, tc.want)
+		}
+	}
+	if _, err := parseConfig([]string{"--store-wait", "-1s"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--store-wait") {
+		t.Errorf("--store-wait -1s: %v, want an error naming the flag", err)
 	}
 }
 
