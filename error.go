@@ -97,6 +97,7 @@ const (
 	MsgNotImplemented        = "The requested operation is not implemented on the specified resource."
 	MsgInternal              = "Server encountered an internal error. Please try again after some time."
 	MsgServerBusy            = "The server is currently unable to receive requests. Please retry your request."
+	MsgOperationTimedOut     = "Operation could not be completed within the specified time."
 	MsgAuthenticationFailed  = "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature."
 	MsgRequestBodyTooLarge   = "The request body is too large and exceeds the maximum permissible limit."
 	MsgWriteNotAllowed       = "Write operations are not allowed."

@@ -88,7 +88,7 @@ func classify(err error) (partita.Code, string) {
 		errors.Is(err, auth.ErrSignatureMismatch), errors.Is(err, auth.ErrClockSkew):
 		return partita.CodeAuthenticationFailed, partita.MsgAuthenticationFailed
 	case errors.Is(err, context.DeadlineExceeded):
-		return partita.CodeOperationTimedOut, "Operation could not be completed within the specified time."
+		return partita.CodeOperationTimedOut, partita.MsgOperationTimedOut
 	}
 	return partita.CodeInternal, partita.MsgInternal
 }

@@ -16,6 +16,13 @@ var (
 	// ErrUnavailable is wrapped by engines whose store cannot be reached
 	// (a database connection lost); the request may succeed if retried.
 	ErrUnavailable = errors.New("kv: store unavailable")
+	// ErrOutcomeUnknown is wrapped by engines when a write's commit was
+	// sent and its answer lost (the connection to the database failed
+	// after the commit left, or the database said it cannot tell): the
+	// write may or may not have been applied, and a blind retry may apply
+	// it twice. It is not ErrUnavailable, which says the write was not
+	// taken.
+	ErrOutcomeUnknown = errors.New("kv: outcome of the write unknown")
 	// ErrKeyTooLarge is wrapped by engines that cannot store a key this
 	// long (PostgreSQL's btree indexes take at most ~2,700 bytes a row).
 	ErrKeyTooLarge = errors.New("kv: key too large for this engine")

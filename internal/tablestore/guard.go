@@ -9,10 +9,22 @@ import (
 )
 
 // guard turns an unreachable store (kv.ErrUnavailable) into ServerBusy,
-// which clients retry, at the one boundary every store call crosses.
+// which clients retry, and a write whose commit may or may not have
+// applied (kv.ErrOutcomeUnknown) into OperationTimedOut, the service's
+// answer for an operation that "may or may not have succeeded", at the one
+// boundary every store call crosses. The HTTP layer gives them 503 and 500
+// (httpapi/errors.go).
 type guard struct{ kv.DB }
 
 func busy(err error) error {
+	if err != nil && errors.Is(err, kv.ErrOutcomeUnknown) {
+		// Not ServerBusy: that says the request was not taken, and a
+		// client that trusts it may apply the write twice.
+		var pe *partita.Error
+		if !errors.As(err, &pe) {
+			return &partita.Error{Code: partita.CodeOperationTimedOut, Message: partita.MsgOperationTimedOut, Err: err}
+		}
+	}
 	if err != nil && errors.Is(err, kv.ErrUnavailable) {
 		var pe *partita.Error
 		if !errors.As(err, &pe) {
