@@ -61,6 +61,11 @@ type crashClient struct {
 	pending map[string]props
 	pendDel map[string]bool
 	acked   atomic.Int64
+	// timedOutOK lets a write end as 500 OperationTimedOut ("may or may
+	// not have succeeded"): where the database can be lost under a commit
+	// in flight, partita answers that. Such a write is pending, as one
+	// that got no answer. Elsewhere the answer is an unexpected error.
+	timedOutOK bool
 }
 
 func (cc *crashClient) pk() string { return fmt.Sprintf("part%03d", cc.id) }
@@ -151,7 +156,10 @@ func (cc *crashClient) do(next map[string]props, dels map[string]bool, fn func()
 		cc.acked.Add(1)
 		return nil
 	}
-	if e := unreachable(err); e != nil {
+	if cc.timedOutOK && isTimedOut(err) {
+		err = fmt.Errorf("%w: %w", errTimedOut, err)
+	}
+	if e := unreachable(err); errors.Is(e, errUnreachable) {
 		cc.pending, cc.pendDel = next, dels
 		return e
 	}
@@ -160,13 +168,24 @@ func (cc *crashClient) do(next map[string]props, dels map[string]bool, fn func()
 
 var errUnreachable = errors.New("server unreachable")
 
-// unreachable classifies err: a transport failure (the server died) or a
+// errTimedOut marks a write answered 500 OperationTimedOut where the
+// test allows it (crashClient.timedOutOK): its outcome is unknown, and it
+// counts as unreachable.
+var errTimedOut = errors.New("outcome unknown (500 OperationTimedOut)")
+
+// isTimedOut reports a 500 OperationTimedOut answer.
+func isTimedOut(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusInternalServerError && re.ErrorCode == "OperationTimedOut"
+}
+
+// unreachable classifies err: a transport failure (the server died), a
 // 503 (the server is up but its store is not, as while PostgreSQL fails
-// over) gives errUnreachable, since the operation's fate is unknown;
-// anything else is returned as is.
+// over) or an error marked errTimedOut gives errUnreachable, since the
+// operation's fate is unknown; anything else is returned as is.
 func unreachable(err error) error {
 	var re *azcore.ResponseError
-	if errors.As(err, &re) && re.StatusCode != http.StatusServiceUnavailable {
+	if errors.As(err, &re) && re.StatusCode != http.StatusServiceUnavailable && !errors.Is(err, errTimedOut) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errUnreachable, err)

@@ -117,6 +117,16 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	default:
 		cfg.MaxConns = 32
 	}
+	// Every connection counts the bytes it sends, so that a commit that
+	// fails can tell whether any of it left (outcome.go).
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &sentConn{Conn: c}, nil
+	}
 	stmts := &stmtTracer{}
 	cfg.ConnConfig.Tracer = stmts // statement latency, for the metrics (stat.go)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -194,9 +204,10 @@ func classify(err error) error {
 			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 		}
 		if pgErr.Code == sqlstateCompletionUnknown {
-			// CockroachDB's ambiguous result: the commit may or may not
-			// have applied. Not retried (it may have), not an error of the
-			// request: the client is told its fate is unknown.
+			// CockroachDB's ambiguous result, outside a commit (where
+			// classifyCommit makes it kv.ErrOutcomeUnknown): a statement
+			// of a transaction that is then rolled back, so nothing of it
+			// applies. Not retried.
 			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 		}
 		if pgErr.Code == sqlstateProgramLimit {
@@ -214,9 +225,12 @@ func classify(err error) error {
 		return err
 	}
 	if pgconn.SafeToRetry(err) {
-		// Not sent at all, because the connection is unusable: a
-		// connection that failed earlier is closed, and a commit on it
-		// gives "conn closed". The transaction did not commit.
+		// Not sent at all, because the connection is unusable (a
+		// connection that failed earlier is closed: "conn closed"), or
+		// a statement whose answer was lost, which pgx reports as "conn
+		// closed" too. A transaction's statement commits nothing, and
+		// the calls that commit are classifyCommit's (a purge's chunk,
+		// which may have applied, is safe to run again).
 		return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
 	}
 	var ne net.Error
@@ -327,8 +341,9 @@ func (db *DB) update(ctx context.Context, fn func(kv.Txn) error) (err error) {
 	if err := t.flush(); err != nil {
 		return err
 	}
+	before := bytesSent(tx.Conn())
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("pgkv: commit: %w", classifyCtx(ctx, err))
+		return fmt.Errorf("pgkv: commit: %w", classifyCommit(ctx, err, bytesSent(tx.Conn()) != before))
 	}
 	return nil
 }
@@ -344,6 +359,14 @@ var _ kv.CondWriter = (*DB)(nil)
 // guard fail; the written row itself is locked by the statement and its
 // condition re-checked on the latest version. CockroachDB runs it
 // SERIALIZABLE. Serialization failures are retried as for Update.
+//
+// The statement runs outside a transaction, so it commits by itself: a
+// connection lost once it was sent leaves its outcome as unknown as a lost
+// COMMIT does, and it is classified the same way (classifyCommit). The
+// first use of the statement on a connection prepares it in a round trip
+// of its own: a connection lost then, before the statement itself was
+// sent, is called unknown too, which is true of what partita knows if not
+// of what happened.
 func (db *DB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
 	if err := db.enter(); err != nil {
 		return false, err
@@ -352,16 +375,32 @@ func (db *DB) CondWrite(ctx context.Context, w kv.CondWrite) (bool, error) {
 	sql, args := condSQL(w)
 	var err error
 	for attempt := 0; attempt <= db.retries; attempt++ {
-		var tag pgconn.CommandTag
-		if tag, err = db.pool.Exec(ctx, sql, args...); err == nil {
-			return tag.RowsAffected() == 1, nil
+		var applied, sent bool
+		if applied, sent, err = db.condWrite(ctx, sql, args); err == nil {
+			return applied, nil
 		}
 		if !retryable(err) {
-			return false, fmt.Errorf("pgkv: conditional write: %w", classifyCtx(ctx, err))
+			return false, fmt.Errorf("pgkv: conditional write: %w", classifyCommit(ctx, err, sent))
 		}
 		time.Sleep(time.Duration(attempt%8+1) * time.Millisecond)
 	}
 	return false, fmt.Errorf("%w: pgkv: conditional write kept conflicting: %v", kv.ErrUnavailable, err)
+}
+
+// condWrite runs a conditional write's statement once, on a connection of
+// its own from the pool; sent tells whether any of it left for the server.
+func (db *DB) condWrite(ctx context.Context, sql string, args []any) (applied, sent bool, err error) {
+	c, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return false, false, err
+	}
+	defer c.Release() // a broken connection goes back to be closed
+	before := bytesSent(c.Conn())
+	tag, err := c.Exec(ctx, sql, args...)
+	if err != nil {
+		return false, bytesSent(c.Conn()) != before, err
+	}
+	return tag.RowsAffected() == 1, true, nil
 }
 
 // condSQL builds the statement of a conditional write. $1 is the key, $2

@@ -1,0 +1,148 @@
+package pgkv_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/pgkv/pgtest"
+)
+
+// TestLostCommitOutcomeUnknown: the connection is lost (a proxy between
+// the engine and PostgreSQL cuts it) right after the call that commits
+// has reached the server, before its answer comes back: a transaction's
+// COMMIT, and a conditional write's one statement with the Sync that ends
+// its implicit transaction. The server commits; the engine cannot know
+// it, and must say the outcome is unknown (kv.ErrOutcomeUnknown: 500
+// OperationTimedOut), not that the store was unavailable (503 ServerBusy,
+// "not taken", which would have been a lie here: the writes are there).
+// A connection lost before the commit was sent (the transaction's writes
+// were sent, COMMIT was not), or one the server had already ended, still
+// gives kv.ErrUnavailable, and nothing is written.
+func TestLostCommitOutcomeUnknown(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	proxy, viaProxy := pgtest.NewProxy(t, dsn)
+	db := open(t, viaProxy)
+	defer db.Close()
+	direct := open(t, dsn)
+	defer direct.Close()
+	ctx := context.Background()
+	if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("guard"), []byte("g")) }); err != nil {
+		t.Fatal(err)
+	}
+
+	// applied waits for key to hold want, read around the proxy: the server
+	// finishes what it was sent on its own time.
+	applied := func(t *testing.T, key, want string) bool {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var v []byte
+			err := direct.View(ctx, func(r kv.Reader) error {
+				var err error
+				v, err = r.Get([]byte(key))
+				return err
+			})
+			if err == nil && string(v) == want {
+				return true
+			}
+			if err != nil && !errors.Is(err, kv.ErrNotFound) {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+		}
+	}
+	unknown := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if !errors.Is(err, kv.ErrOutcomeUnknown) || errors.Is(err, kv.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s, its answer lost: %v (want kv.ErrOutcomeUnknown alone)", what, err)
+		}
+	}
+	notTaken := func(t *testing.T, what string, err error) {
+		t.Helper()
+		if !errors.Is(err, kv.ErrUnavailable) || errors.Is(err, kv.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v (want kv.ErrUnavailable: nothing was committed)", what, err)
+		}
+	}
+
+	t.Run("Commit", func(t *testing.T) {
+		cuts := proxy.Cuts()
+		proxy.CutAfter(pgtest.Commit)
+		err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("k1"), []byte("v1")) })
+		if proxy.Cuts() != cuts+1 {
+			t.Fatalf("the proxy did not cut at the COMMIT (err %v)", err)
+		}
+		unknown(t, "a commit", err)
+		if !applied(t, "k1", "v1") {
+			t.Error("the server did not commit what it was sent: the test cut before the COMMIT reached it")
+		}
+	})
+
+	t.Run("CondWrite", func(t *testing.T) {
+		cuts := proxy.Cuts()
+		proxy.CutAfter(pgtest.ExecuteSync())
+		_, err := db.CondWrite(ctx, kv.CondWrite{Key: []byte("k2"), Value: []byte("v2"), Absent: true, GuardKey: []byte("guard"), GuardValue: []byte("g")})
+		if proxy.Cuts() != cuts+1 {
+			t.Fatalf("the proxy did not cut after the statement (err %v)", err)
+		}
+		unknown(t, "a conditional write", err)
+		if !applied(t, "k2", "v2") {
+			t.Error("the server did not apply the statement it was sent")
+		}
+	})
+
+	t.Run("BeforeCommit", func(t *testing.T) {
+		// The transaction's writes go out as one pipelined batch ending
+		// with a Sync, before COMMIT: cut there.
+		cuts := proxy.Cuts()
+		proxy.CutAfter(pgtest.ExecuteSync())
+		err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("k3"), []byte("v3")) })
+		if proxy.Cuts() != cuts+1 {
+			t.Fatalf("the proxy did not cut after the writes (err %v)", err)
+		}
+		notTaken(t, "a transaction lost before its COMMIT", err)
+		var v []byte
+		err = direct.View(ctx, func(r kv.Reader) error { v, err = r.Get([]byte("k3")); return err })
+		if !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("k3 after a transaction lost before its COMMIT: %q, %v (want not found)", v, err)
+		}
+	})
+
+	t.Run("EndedByServer", func(t *testing.T) {
+		// The server ends the session while the transaction is open
+		// (pg_terminate_backend, as an administrator or a restart does);
+		// the commit finds it gone, with the server's reason in hand.
+		u, _ := url.Parse(dsn)
+		name := strings.TrimPrefix(u.Path, "/")
+		admin, err := pgx.Connect(ctx, pgtest.AdminDSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(ctx)
+		err = direct.Update(ctx, func(tx kv.Txn) error {
+			if _, err := tx.Get([]byte("guard")); err != nil {
+				return err
+			}
+			var pids []int32
+			rows, err := admin.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND state = 'idle in transaction'`, name)
+			if err == nil {
+				pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+			}
+			if err != nil || len(pids) != 1 {
+				t.Fatalf("the transaction's session: %v, %v", pids, err)
+			}
+			if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1, 10000)`, pids[0]); err != nil {
+				t.Fatal(err)
+			}
+			return nil // nothing to write: the error comes at COMMIT
+		})
+		notTaken(t, "a commit on a session the server ended", err)
+	})
+}
