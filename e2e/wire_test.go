@@ -325,8 +325,11 @@ func TestWireCORSVary(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, "rules, no Origin, no * rule for the method", "GET", "", want{vary: "Origin"})
-	check(t, "rules, no Origin, a * rule for the method", "PUT", "", want{allowOrigin: "*", expose: "x-ms-*"})
+	// The rule's "x-ms-*" reaches the browser as the names it matches: a
+	// browser would take "x-ms-*" for the name of one header.
+	const xms = "x-ms-client-request-id,x-ms-continuation-NextPartitionKey,x-ms-continuation-NextRowKey,x-ms-continuation-NextTableName,x-ms-error-code,x-ms-request-id,x-ms-version"
+	check(t, "rules, no Origin, a * rule for the method", "PUT", "", want{allowOrigin: "*", expose: xms})
 	check(t, "rules, Origin matching a rule", "GET", "https://app.example", want{vary: "Origin", allowOrigin: "https://app.example", expose: "x-ms-request-id", creds: "true"})
 	check(t, "rules, Origin matching no rule", "GET", "https://evil.example", want{vary: "Origin"})
-	check(t, "rules, Origin under a * rule", "PUT", "https://anyone.example", want{allowOrigin: "*", expose: "x-ms-*"})
+	check(t, "rules, Origin under a * rule", "PUT", "https://anyone.example", want{allowOrigin: "*", expose: xms})
 }

@@ -150,22 +150,35 @@ const maxCORSCacheEntries = 1024
 const corsLoadTimeout = 30 * time.Second
 
 // corsCache holds each account's CORS rules.
-type corsCache struct{ readCache[[]settings.CorsRule] }
+type corsCache struct{ readCache[corsRules] }
+
+// corsRules are an account's CORS rules, with each rule's
+// Access-Control-Expose-Headers value (expose[i] for rules[i]), worked out
+// once when the rules are read.
+type corsRules struct {
+	rules  []settings.CorsRule
+	expose []string
+}
 
 func (c *corsCache) init(s *Server) {
 	c.ttl, c.max, c.loadTimeout, c.now = corsCacheTTL, maxCORSCacheEntries, corsLoadTimeout, s.now
-	c.read = func(ctx context.Context, account string) ([]settings.CorsRule, error) {
+	c.read = func(ctx context.Context, account string) (corsRules, error) {
 		p, err := s.loadProperties(ctx, account)
 		if err != nil {
-			return nil, err
+			return corsRules{}, err
 		}
-		return p.Cors, nil
+		cr := corsRules{rules: p.Cors, expose: make([]string, len(p.Cors))}
+		for i := range p.Cors {
+			cr.expose[i] = p.Cors[i].ExposeHeaders(exposableHeaders)
+		}
+		return cr, nil
 	}
 }
 
 // rules returns the account's CORS rules.
 func (c *corsCache) rules(ctx context.Context, account string) ([]settings.CorsRule, error) {
-	return c.get(ctx, account)
+	cr, err := c.get(ctx, account)
+	return cr.rules, err
 }
 
 // aclCacheTTL is how long a table's stored access policies are served from

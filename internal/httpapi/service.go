@@ -241,8 +241,13 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 //     Access-Control-Allow-Origin: * and the exposed headers, no Vary;
 //   - no matching rule (with or without an Origin header): only
 //     Vary: Origin, since the answer would differ for another origin.
+//
+// The exposed headers are the rule's ExposedHeaders with its prefixes
+// expanded against exposableHeaders: a browser takes "x-ms-*" there for
+// the name of one header, and would hide every x-ms-* header from the page.
 func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx) {
-	rules, err := s.corsCache.rules(rc.ctx, rc.account)
+	cr, err := s.corsCache.get(rc.ctx, rc.account)
+	rules := cr.rules
 	if err != nil || len(rules) == 0 {
 		return
 	}
@@ -264,7 +269,23 @@ func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		h.Set("Access-Control-Allow-Credentials", "true")
 		h.Add("Vary", "Origin")
 	}
-	if rule.ExposedHeaders != "" {
-		h.Set("Access-Control-Expose-Headers", rule.ExposedHeaders)
+	for i := range rules {
+		if &rules[i] == rule && cr.expose[i] != "" {
+			h.Set("Access-Control-Expose-Headers", cr.expose[i])
+		}
 	}
+}
+
+// exposableHeaders are the response headers partita may send that a CORS
+// rule's ExposedHeaders can expose: the rule's prefixes ("x-ms-*", "*")
+// are expanded against them (settings.CorsRule.ExposeHeaders). The CORS
+// headers themselves, Vary and Connection are left out.
+// TestCORSExposeHeadersCoverResponses checks that responses send no other.
+var exposableHeaders = []string{
+	"Cache-Control", "Content-Length", "Content-Type", "DataServiceId", "DataServiceVersion",
+	"Date", "ETag", "Location", "Preference-Applied", "Retry-After", "Server",
+	"X-Content-Type-Options",
+	"x-ms-client-request-id", "x-ms-continuation-NextPartitionKey", "x-ms-continuation-NextRowKey",
+	"x-ms-continuation-NextTableName", "x-ms-error-code", "x-ms-request-id", "x-ms-version",
+	"x-partita-entities-examined", "x-partita-query-class",
 }

@@ -108,3 +108,44 @@ func headerAllowed(allowed []string, h string) bool {
 	}
 	return false
 }
+
+// ExposeHeaders returns the Access-Control-Expose-Headers value of a
+// response under the rule: the rule's ExposedHeaders with each prefixed
+// entry ("x-ms-*", or "*" alone) replaced by the names in sent that it
+// matches (case-insensitively), and each literal entry as written; no name
+// twice (case-insensitively), in the order first matched. sent lists the
+// response headers the server may send (a superset of any one response's
+// is fine: exposing a header a response lacks does nothing).
+//
+// The browser reads Access-Control-Expose-Headers as a list of header
+// names (the Fetch standard): "x-ms-*" there names a header called
+// "x-ms-*", which exposes nothing, and "*" is a wildcard only for requests
+// without credentials. A rule's prefixes must therefore be expanded, as
+// Azurite does, or the browser hides x-ms-continuation-* and ETag from the
+// page and a browser client's query silently stops after its first page.
+func (r *CorsRule) ExposeHeaders(sent []string) string {
+	var out []string
+	seen := func(name string) bool {
+		for _, o := range out {
+			if strings.EqualFold(o, name) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, e := range splitList(r.ExposedHeaders) {
+		prefix, isPrefix := strings.CutSuffix(e, "*")
+		if !isPrefix {
+			if !seen(e) {
+				out = append(out, e)
+			}
+			continue
+		}
+		for _, h := range sent {
+			if len(h) >= len(prefix) && strings.EqualFold(h[:len(prefix)], prefix) && !seen(h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return strings.Join(out, ",")
+}

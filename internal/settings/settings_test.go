@@ -539,3 +539,27 @@ func TestMatchCORS(t *testing.T) {
 		t.Error("AllowsAnyOrigin")
 	}
 }
+
+// TestCorsRule_ExposeHeaders: prefixed entries of ExposedHeaders become
+// the names they match among the headers sent (a browser would take
+// "x-ms-*" for one header's name), literal entries stay as written, and
+// no name comes twice.
+func TestCorsRule_ExposeHeaders(t *testing.T) {
+	sent := []string{"Content-Type", "ETag", "x-ms-request-id", "x-ms-continuation-NextPartitionKey", "X-Ms-Version", "x-partita-query-class"}
+	for _, tt := range []struct{ exposed, want string }{
+		{"", ""},
+		{"x-ms-*", "x-ms-request-id,x-ms-continuation-NextPartitionKey,X-Ms-Version"},
+		{"X-MS-CONTINUATION-*", "x-ms-continuation-NextPartitionKey"},
+		{"*", strings.Join(sent, ",")},
+		{"etag, x-ms-*", "etag,x-ms-request-id,x-ms-continuation-NextPartitionKey,X-Ms-Version"},
+		{"x-ms-*,x-ms-request-id", "x-ms-request-id,x-ms-continuation-NextPartitionKey,X-Ms-Version"},
+		{"x-custom,X-Custom", "x-custom"},
+		{"x-ms-meta-*", ""},
+		{"x-ms-meta-*,x-custom", "x-custom"},
+	} {
+		r := CorsRule{ExposedHeaders: tt.exposed}
+		if got := r.ExposeHeaders(sent); got != tt.want {
+			t.Errorf("ExposedHeaders %q: %q, want %q", tt.exposed, got, tt.want)
+		}
+	}
+}
