@@ -1,6 +1,11 @@
 package tablestore
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/partita/partita/internal/kv"
+)
 
 // MapSizes reports how many entries the store's per-table maps hold: the
 // table locks, the catalog cache and the shared-store hints (tests).
@@ -76,3 +81,18 @@ func SetPurgeTimeout(d time.Duration) func() {
 
 // MaxPurges is how many dropped tables are purged at once.
 func MaxPurges() int { return maxPurges }
+
+// PurgeNow runs one purge attempt of the table as its catalog record now
+// stands (live or dropped), for tests.
+func PurgeNow(ctx context.Context, s *Store, account, name string) error {
+	var t *tableRecord
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		var err error
+		t, err = readTable(r, account, name)
+		return err
+	})
+	if err != nil || t == nil {
+		return err
+	}
+	return s.purge(ctx, t)
+}

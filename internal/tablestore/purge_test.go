@@ -163,3 +163,118 @@ func TestBlockedPurgesAreBounded(t *testing.T) {
 		t.Fatal("Close waited for purges the database does not let finish")
 	}
 }
+
+// lostAnswerDB applies an Update and then, once armed, reports its outcome
+// unknown: a shared store whose connection broke after the commit left.
+type lostAnswerDB struct {
+	kv.DB
+	lose atomic.Bool
+}
+
+func (d *lostAnswerDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	err := d.DB.Update(ctx, fn)
+	if err == nil && d.lose.CompareAndSwap(true, false) {
+		return fmt.Errorf("%w: the connection failed after the commit was sent", kv.ErrOutcomeUnknown)
+	}
+	return err
+}
+
+// countKeys counts every key of db.
+func countKeys(t *testing.T, db kv.DB) int {
+	t.Helper()
+	n := 0
+	err := db.View(context.Background(), func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return it.Error()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLostDropIsPurged: a Delete Table whose answer was lost (500
+// OperationTimedOut) but which applied leaves the table dropped with no
+// purge running. Creating the name again, or retrying the drop (as the
+// SDKs do after a 500), starts the purge, so the name comes free; it
+// answered TableBeingDeleted until some front end restarted.
+func TestLostDropIsPurged(t *testing.T) {
+	for _, retry := range []string{"create", "delete again"} {
+		t.Run(retry, func(t *testing.T) {
+			ctx := context.Background()
+			db := &lostAnswerDB{DB: memkv.New()}
+			s, err := tablestore.Open(ctx, db, tablestore.Options{PurgeRetry: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.CreateTable(ctx, "acct", "lost"); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 50 {
+				e := &partita.Entity{PartitionKey: "p", RowKey: fmt.Sprint(i)}
+				if _, err := s.Write(ctx, "acct", "lost", partita.Op{Kind: partita.OpInsert, Entity: e}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := countKeys(t, db)
+			db.lose.Store(true)
+			err = s.DeleteTable(ctx, "acct", "lost")
+			if partita.ErrorCode(err) != partita.CodeOperationTimedOut {
+				t.Fatalf("DeleteTable with its answer lost: %v, want OperationTimedOut", err)
+			}
+			if retry == "delete again" {
+				if err := s.DeleteTable(ctx, "acct", "lost"); partita.ErrorCode(err) != partita.CodeResourceNotFound {
+					t.Fatalf("the retried DeleteTable: %v, want ResourceNotFound (the drop had applied)", err)
+				}
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, err := s.CreateTable(ctx, "acct", "lost")
+				if err == nil {
+					break
+				}
+				if partita.ErrorCode(err) != partita.CodeTableBeingDeleted || time.Now().After(deadline) {
+					t.Fatalf("CreateTable after a drop whose answer was lost: %v", err)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if after := countKeys(t, db); after > before-50 {
+				t.Errorf("%d keys after the purge and the new table, %d before: the dropped rows are still there", after, before)
+			}
+		})
+	}
+}
+
+// TestPurgeSparesALiveTable: a purge started for a table whose drop did
+// not apply (the drop's outcome unknown, the table still live) removes
+// nothing.
+func TestPurgeSparesALiveTable(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.New()
+	s, err := tablestore.Open(ctx, db, tablestore.Options{PurgeRetry: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTable(ctx, "acct", "live"); err != nil {
+		t.Fatal(err)
+	}
+	e := &partita.Entity{PartitionKey: "p", RowKey: "r"}
+	if _, err := s.Write(ctx, "acct", "live", partita.Op{Kind: partita.OpInsert, Entity: e}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tablestore.PurgeNow(ctx, s, "acct", "live"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetEntity(ctx, "acct", "live", partita.Key{PartitionKey: "p", RowKey: "r"}); err != nil {
+		t.Fatalf("the live table's entity after a purge attempt: %v", err)
+	}
+}

@@ -74,6 +74,12 @@ type Store struct {
 	purgeCtx    context.Context
 	purgeCancel context.CancelFunc
 	purgeSlots  chan struct{}
+	// purgeIDs holds the ids of the dropped tables this process is
+	// purging, so that a dropped table found again (CreateTable or
+	// DeleteTable reading it) is not purged twice at once here. Its size
+	// is the purges' goroutines'.
+	purgeMu  sync.Mutex
+	purgeIDs map[uint64]struct{}
 
 	rows   *rowCache   // nil when off or Shared
 	bounds *partBounds // nil when Shared (bounds.go)
@@ -121,7 +127,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if o.PurgeRetry <= 0 {
 		o.PurgeRetry = time.Second
 	}
-	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), purgeSlots: make(chan struct{}, maxPurges)}
+	s := &Store{db: guard{db}, opts: o, seed: maphash.MakeSeed(), locks: newTableLocks(), purgeSlots: make(chan struct{}, maxPurges), purgeIDs: map[uint64]struct{}{}}
 	s.purgeCtx, s.purgeCancel = context.WithCancel(context.Background())
 	if !o.Shared {
 		s.rows = newRowCache(o.RowCacheBytes)
@@ -282,13 +288,16 @@ func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.
 	}
 	s.createMu.Lock()
 	defer s.createMu.Unlock()
+	var dropped *tableRecord
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		dropped = nil
 		cur, err := readTable(tx, account, name)
 		if err != nil {
 			return err
 		}
 		if cur != nil {
 			if cur.state == stateDeleting {
+				dropped = cur
 				return partita.NewError(partita.CodeTableBeingDeleted, partita.MsgTableBeingDeleted)
 			}
 			return partita.NewError(partita.CodeTableAlreadyExists, partita.MsgTableAlreadyExists)
@@ -306,6 +315,15 @@ func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.
 		}
 		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&tableRecord{id: id, name: name}))
 	})
+	if dropped != nil {
+		// A drop whose purge no process here runs: its DeleteTable's
+		// answer was lost (on a shared store the drop may have applied
+		// while the client was told 500 OperationTimedOut, and no purge
+		// was started), or the front end that dropped it stopped. Without
+		// this the name answered TableBeingDeleted until some front end
+		// restarted.
+		s.startPurge(dropped)
+	}
 	if err != nil {
 		return partita.Table{}, err
 	}
@@ -326,6 +344,9 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 		if err != nil {
 			return err
 		}
+		if t != nil && t.state == stateDeleting {
+			dropped = t // a drop retried: see that it is purged (CreateTable)
+		}
 		if t == nil || t.state != stateActive {
 			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 		}
@@ -337,6 +358,9 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 	s.cache.Delete(catalogName(account, name))
 	s.forgetHint(catalogName(account, name))
 	if err != nil {
+		if dropped != nil && dropped.state == stateDeleting && partita.ErrorCode(err) == partita.CodeResourceNotFound {
+			s.startPurge(dropped)
+		}
 		return err
 	}
 	s.startPurge(dropped)
@@ -355,10 +379,24 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 // long, and enough of them took the whole pool, so that requests for other
 // tables timed out. purgeTimeout is far longer than any purge chunk takes
 // when nothing blocks it (5,000 rows a statement).
+//
+// A table this process purges already is not purged twice here.
 func (s *Store) startPurge(t *tableRecord) {
+	s.purgeMu.Lock()
+	if _, ok := s.purgeIDs[t.id]; ok || s.purgeCtx.Err() != nil {
+		s.purgeMu.Unlock()
+		return
+	}
+	s.purgeIDs[t.id] = struct{}{}
+	s.purgeMu.Unlock()
 	s.purging.Add(1)
 	go func() {
 		defer s.purging.Done()
+		defer func() {
+			s.purgeMu.Lock()
+			delete(s.purgeIDs, t.id)
+			s.purgeMu.Unlock()
+		}()
 		wait := s.opts.PurgeRetry
 		for {
 			err := s.purgeAttempt(t)
@@ -407,7 +445,23 @@ func (s *Store) purgeAttempt(t *tableRecord) error {
 }
 
 func (s *Store) purge(ctx context.Context, t *tableRecord) error {
-	err := s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
+	// Only a table the catalog holds as dropped, under this id: rows are
+	// never removed for a table whose drop did not apply (a purge started
+	// on a record read before its drop committed, or the table purged and
+	// its name re-created meanwhile).
+	var cur *tableRecord
+	err := s.db.View(ctx, func(r kv.Reader) error {
+		var err error
+		cur, err = readTable(r, t.account, t.name)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.id != t.id || cur.state != stateDeleting {
+		return nil
+	}
+	err = s.db.DeleteRange(ctx, tablePrefix(t.id), tablePrefix(t.id+1))
 	if err == nil {
 		err = s.db.Update(ctx, func(tx kv.Txn) error { return tx.Delete(aclKey(t.id)) })
 	}
