@@ -43,11 +43,20 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	partitaBin = filepath.Join(dir, "partita")
-	build := exec.Command("go", "build", "-o", partitaBin, "../cmd/partita")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build partita:", err)
-		os.Exit(1)
+	if bin := os.Getenv("PARTITA_E2E_BIN"); bin != "" {
+		// A binary built elsewhere, e.g. from an older commit, to show
+		// that a new test fails on the code before a fix.
+		if partitaBin, err = filepath.Abs(bin); err != nil {
+			panic(err)
+		}
+		fmt.Fprintln(os.Stderr, "e2e: PARTITA_E2E_BIN: testing", partitaBin, "instead of building ../cmd/partita")
+	} else {
+		build := exec.Command("go", "build", "-o", partitaBin, "../cmd/partita")
+		build.Stdout, build.Stderr = os.Stdout, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build partita:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
