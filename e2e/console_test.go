@@ -100,29 +100,7 @@ func TestConsoleServed(t *testing.T) {
 }
 
 func TestConsole(t *testing.T) {
-	dir, err := filepath.Abs(filepath.Join("..", "test", "browser"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not on PATH: install Node.js 20 or later, then run `npm ci --prefix test/browser`")
-	}
-	if out, err := exec.Command(node, "--version").Output(); err != nil {
-		t.Fatal("node --version: " + err.Error())
-	} else if v := strings.TrimSpace(string(out)); !nodeVersionOK(v) {
-		t.Fatal("node " + v + " is too old: the console tests need Node.js 20 or later")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
-		t.Fatal("test/browser/node_modules is missing: run `npm ci --prefix test/browser`")
-	}
-	chromium := os.Getenv("PARTITA_CHROMIUM")
-	if chromium == "" {
-		chromium = "/usr/bin/chromium"
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("%s is missing: install Debian's chromium (apt-get install chromium) or set PARTITA_CHROMIUM", chromium)
-	}
+	dir, node, chromium := browserTools(t)
 	shots := os.Getenv("PARTITA_SCREENSHOTS")
 	if shots == "" {
 		shots = filepath.Join(dir, "screenshots")
@@ -132,7 +110,8 @@ func TestConsole(t *testing.T) {
 
 	var env []string
 	for _, kv := range jsEnv(s.URL, "") {
-		if !strings.HasPrefix(kv, "NODE_EXTRA_CA_CERTS=") && !strings.HasPrefix(kv, "PARTITA_SCREENSHOTS=") && !strings.HasPrefix(kv, "PARTITA_CHROMIUM=") {
+		// Without PARTITA_CORS_*, cors.test.mjs (TestBrowserCORS's) skips.
+		if !strings.HasPrefix(kv, "NODE_EXTRA_CA_CERTS=") && !strings.HasPrefix(kv, "PARTITA_SCREENSHOTS=") && !strings.HasPrefix(kv, "PARTITA_CHROMIUM=") && !strings.HasPrefix(kv, "PARTITA_CORS_") {
 			env = append(env, kv)
 		}
 	}
@@ -140,4 +119,36 @@ func TestConsole(t *testing.T) {
 	runSuite(t, suiteRun{name: "node --test", max: 4 * time.Minute, dir: dir,
 		env:  append(env, "PARTITA_SCREENSHOTS="+shots, "PARTITA_CHROMIUM="+chromium, "PARTITA_BIN="+partitaBin),
 		argv: []string{node, "--test", "--test-reporter=spec", "--test-timeout=180000"}})
+}
+
+// browserTools returns what the browser tests in test/browser need: that
+// directory, node (20 or later) and Chromium ($PARTITA_CHROMIUM, default
+// Debian's /usr/bin/chromium), with test/browser's npm packages installed.
+// A missing one fails the test: it does not skip.
+func browserTools(t *testing.T) (dir, node, chromium string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "test", "browser"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err = exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not on PATH: install Node.js 20 or later, then run `npm ci --prefix test/browser`")
+	}
+	if out, err := exec.Command(node, "--version").Output(); err != nil {
+		t.Fatal("node --version: " + err.Error())
+	} else if v := strings.TrimSpace(string(out)); !nodeVersionOK(v) {
+		t.Fatal("node " + v + " is too old: the browser tests need Node.js 20 or later")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
+		t.Fatal("test/browser/node_modules is missing: run `npm ci --prefix test/browser`")
+	}
+	chromium = os.Getenv("PARTITA_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("%s is missing: install Debian's chromium (apt-get install chromium) or set PARTITA_CHROMIUM", chromium)
+	}
+	return dir, node, chromium
 }
