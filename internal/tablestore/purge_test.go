@@ -12,6 +12,7 @@ import (
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/kvtest"
 	"github.com/partita/partita/internal/kv/memkv"
 	"github.com/partita/partita/internal/tablestore"
 )
@@ -179,27 +180,6 @@ func (d *lostAnswerDB) Update(ctx context.Context, fn func(kv.Txn) error) error 
 	return err
 }
 
-// countKeys counts every key of db.
-func countKeys(t *testing.T, db kv.DB) int {
-	t.Helper()
-	n := 0
-	err := db.View(context.Background(), func(r kv.Reader) error {
-		it, err := r.NewIter(kv.IterOptions{})
-		if err != nil {
-			return err
-		}
-		defer it.Close()
-		for ok := it.First(); ok; ok = it.Next() {
-			n++
-		}
-		return it.Error()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // TestLostDropIsPurged: a Delete Table whose answer was lost (500
 // OperationTimedOut) but which applied leaves the table dropped with no
 // purge running. Creating the name again, or retrying the drop (as the
@@ -224,7 +204,7 @@ func TestLostDropIsPurged(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := countKeys(t, db)
+			before := kvtest.Count(t, db, nil, nil)
 			db.lose.Store(true)
 			err = s.DeleteTable(ctx, "acct", "lost")
 			if partita.ErrorCode(err) != partita.CodeOperationTimedOut {
@@ -246,7 +226,7 @@ func TestLostDropIsPurged(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			if after := countKeys(t, db); after > before-50 {
+			if after := kvtest.Count(t, db, nil, nil); after > before-50 {
 				t.Errorf("%d keys after the purge and the new table, %d before: the dropped rows are still there", after, before)
 			}
 		})

@@ -353,3 +353,24 @@ func scan(t *testing.T, db kv.DB, o kv.IterOptions, seek []byte) []string {
 	}
 	return out
 }
+
+// Count counts db's keys in [lower, upper) (nil bounds are open).
+func Count(t testing.TB, db kv.DB, lower, upper []byte) int {
+	t.Helper()
+	n := 0
+	err := db.View(context.Background(), func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{LowerBound: lower, UpperBound: upper})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		return it.Error()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

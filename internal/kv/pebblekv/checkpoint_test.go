@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/kvtest"
 	"github.com/partita/partita/internal/kv/pebblekv"
 )
 
@@ -94,23 +95,7 @@ func TestCheckpoint(t *testing.T) {
 }
 
 func countPrefix(t *testing.T, db kv.DB, prefix string) int {
-	t.Helper()
-	n := 0
-	err := db.View(t.Context(), func(r kv.Reader) error {
-		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte(prefix), UpperBound: []byte(prefix + "\xff")})
-		if err != nil {
-			return err
-		}
-		defer it.Close()
-		for ok := it.First(); ok; ok = it.Next() {
-			n++
-		}
-		return it.Error()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return kvtest.Count(t, db, []byte(prefix), []byte(prefix+"\xff"))
 }
 
 // TestCheckpointWALDir: the checkpoint of a store whose log is apart opens
