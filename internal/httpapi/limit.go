@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -49,45 +50,76 @@ func (b *budget) fits(n int64, claims []claim) bool {
 	return true
 }
 
+// grab reserves n units for the claims' principals when they fit. When
+// they do not and wait is set, it counts the caller as a waiter (which
+// unwait undoes) and returns the channel that is closed when units are
+// given back.
+func (b *budget) grab(n int64, claims []claim, wait bool) (wake chan struct{}, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fits(n, claims) {
+		b.used += n
+		for _, c := range claims {
+			if c.key != "" {
+				b.held[c.key] += n
+			}
+		}
+		return nil, true
+	}
+	if wait {
+		b.waiters++
+	}
+	return b.wake, false
+}
+
+func (b *budget) unwait() {
+	b.mu.Lock()
+	b.waiters--
+	b.mu.Unlock()
+}
+
 // take reserves n units for the claims' principals, waiting at most wait
 // for them to free up. It reports whether it did.
 func (b *budget) take(n int64, wait time.Duration, claims ...claim) bool {
 	var timer *time.Timer
 	for {
-		b.mu.Lock()
-		if b.fits(n, claims) {
-			b.used += n
-			for _, c := range claims {
-				if c.key != "" {
-					b.held[c.key] += n
-				}
-			}
-			b.mu.Unlock()
+		wake, ok := b.grab(n, claims, timer != nil || wait > 0)
+		if ok {
 			if timer != nil {
 				timer.Stop()
 			}
 			return true
 		}
 		if timer == nil && wait <= 0 {
-			b.mu.Unlock()
 			return false
 		}
-		wake := b.wake
-		b.waiters++
-		b.mu.Unlock()
 		if timer == nil {
 			timer = time.NewTimer(wait)
 		}
 		select {
 		case <-wake:
-			b.mu.Lock()
-			b.waiters--
-			b.mu.Unlock()
+			b.unwait()
 		case <-timer.C:
-			b.mu.Lock()
-			b.waiters--
-			b.mu.Unlock()
+			b.unwait()
 			return false
+		}
+	}
+}
+
+// takeCtx is take that waits until ctx is done rather than for a fixed
+// time; it returns ctx's error when it gives up.
+func (b *budget) takeCtx(ctx context.Context, n int64, claims ...claim) error {
+	for {
+		wake, ok := b.grab(n, claims, true)
+		if ok {
+			return nil
+		}
+		select {
+		case <-wake:
+			b.unwait()
+		case <-ctx.Done():
+			b.unwait()
+			return ctx.Err()
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -58,5 +60,29 @@ func TestBudget_WaiterWakesOnGive(t *testing.T) {
 	b.give(1)
 	if !<-got {
 		t.Error("a waiter did not get the unit given back")
+	}
+}
+
+func TestBudget_TakeCtxGivesUpWithTheContext(t *testing.T) {
+	b := newBudget(1)
+	if err := b.takeCtx(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := b.takeCtx(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("takeCtx on a full budget: %v, want context.DeadlineExceeded", err)
+	}
+	b.mu.Lock()
+	waiters := b.waiters
+	b.mu.Unlock()
+	if waiters != 0 {
+		t.Errorf("%d waiters left after the deadline", waiters)
+	}
+	got := make(chan error)
+	go func() { got <- b.takeCtx(context.Background(), 1) }()
+	b.give(1)
+	if err := <-got; err != nil {
+		t.Errorf("a waiter did not get the unit given back: %v", err)
 	}
 }
