@@ -332,8 +332,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopAdmin()
+	// Each store call on PostgreSQL holds a pool connection while it
+	// runs: bound them to the pool, by account and SAS as the request
+	// slots are, so that one client's slow calls cannot take every
+	// connection.
+	storeCalls := 0
+	if p, ok := db.(interface{ MaxConns() int }); ok {
+		storeCalls = p.MaxConns()
+	}
 	handler := httpapi.New(httpapi.Options{Store: store, Accounts: keys, Logger: log, MaxInFlight: c.MaxInFlight, QueueWait: c.QueueWait, MaxBodyBytes: c.MaxBodyMB << 20, ClientShare: c.ClientShare, BodyTimeout: c.BodyTimeout, BodyMinRate: c.BodyMinRateKB << 10, Console: console.Handler(), Metrics: obs.metrics, Advisor: obs.advisor,
-		MaxTimeout: c.MaxRequestTimeout, DeadlineByDefault: shared})
+		MaxTimeout: c.MaxRequestTimeout, DeadlineByDefault: shared, StoreCalls: storeCalls})
 	return listenAndServe(ctx, c, handler, keys, log, stdout, fx, &hard)
 }
 

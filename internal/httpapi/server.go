@@ -74,6 +74,16 @@ type Options struct {
 	// canceled once in its commit pipeline and its reads do not wait, so
 	// without it a request that gives no `timeout` costs no deadline.
 	DeadlineByDefault bool
+	// StoreCalls bounds the store calls in flight at once (0: no bound),
+	// shared among principals as the request slots are: with more than
+	// one account configured one account may hold ClientShare of them,
+	// and one shared access signature that share of its account's part.
+	// A call beyond its share waits, until the request's deadline at
+	// most. Set it to the PostgreSQL engine's pool size: each call holds
+	// a pool connection while it runs, and the pool is smaller than the
+	// slots one account may hold, so without it one account's slow calls
+	// could take every connection (storegate.go).
+	StoreCalls int
 }
 
 // ConsolePrefix is the path of the web console on the main listener. No
@@ -88,6 +98,7 @@ type Server struct {
 	now       func() time.Time
 	slots     *budget // requests in flight
 	bodies    *budget // request-body bytes in memory
+	calls     *budget // store calls in flight; nil when not bounded
 	share     int
 	queueWait time.Duration
 	bodyWait  time.Duration
@@ -138,6 +149,10 @@ func New(o Options) *Server {
 	s.slots = newBudget(int64(o.MaxInFlight))
 	o.Metrics.InFlightFrom(s.slots.inUse)
 	s.bodies = newBudget(o.MaxBodyBytes)
+	if o.StoreCalls > 0 {
+		s.calls = newBudget(int64(o.StoreCalls))
+		s.store = &gatedStore{Store: s.store, calls: s.calls}
+	}
 	return s
 }
 
@@ -469,6 +484,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 		s.metrics.Admitted(time.Since(queued))
 	}
 	defer s.slots.give(1, claims...)
+	if s.calls != nil {
+		// The request's store calls count against its principals' share
+		// of the store-call budget (gatedStore).
+		rc.ctx = context.WithValue(rc.ctx, callClaimsKey{}, s.claims(rc, s.calls))
+	}
 	defer func() {
 		if rc.bodyHeld > 0 {
 			s.bodies.give(rc.bodyHeld, rc.bodyClaims...)

@@ -13,6 +13,10 @@ import (
 // collector.
 func (db *DB) PoolStat() *pgxpool.Stat { return db.pool.Stat() }
 
+// MaxConns is the connection pool's size: from Options.MaxConns, else the
+// DSN's pool_max_conns, else 32.
+func (db *DB) MaxConns() int { return int(db.pool.Config().MaxConns) }
+
 // StatementBuckets are the upper bounds, in seconds, of the statement
 // latency histogram.
 var StatementBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}

@@ -1,0 +1,148 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/partita/partita"
+)
+
+// The store-call budget (Options.StoreCalls) bounds the store calls in
+// flight at once, by principal as the request slots are: on PostgreSQL
+// each call holds one of the pool's connections while it runs (a query's
+// page holds one for its whole scan, up to the scan budget), and the pool
+// (32 by default) is smaller than the slots one account may hold (128 of
+// 256). Without it, one account's slow calls took every connection, and
+// everyone else's waited in the pool's queue behind them, until their
+// deadline (500 OperationTimedOut). With it, a call waits for its
+// principal's share here instead, before it takes a connection.
+
+// callClaimsKey is the context key of a request's claims on the
+// store-call budget.
+type callClaimsKey struct{}
+
+// gatedStore is a partita.Store whose every call first takes a unit of the
+// store-call budget, under the claims its context carries (none for the
+// calls made outside a request: they count against the capacity only).
+// A call that finds no room waits until its context is done; its deadline
+// is the request's, so it then fails as a call to the store would have,
+// with context.DeadlineExceeded (500 OperationTimedOut).
+type gatedStore struct {
+	partita.Store
+	calls *budget
+}
+
+func (g *gatedStore) enter(ctx context.Context) (func(), error) {
+	claims, _ := ctx.Value(callClaimsKey{}).([]claim)
+	if err := g.calls.takeCtx(ctx, 1, claims...); err != nil {
+		return nil, err
+	}
+	return func() { g.calls.give(1, claims...) }, nil
+}
+
+func (g *gatedStore) CreateTable(ctx context.Context, account, name string) (partita.Table, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return partita.Table{}, err
+	}
+	defer leave()
+	return g.Store.CreateTable(ctx, account, name)
+}
+
+func (g *gatedStore) DeleteTable(ctx context.Context, account, name string) error {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return g.Store.DeleteTable(ctx, account, name)
+}
+
+func (g *gatedStore) GetTable(ctx context.Context, account, name string) (partita.Table, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return partita.Table{}, err
+	}
+	defer leave()
+	return g.Store.GetTable(ctx, account, name)
+}
+
+func (g *gatedStore) QueryTables(ctx context.Context, account string, q partita.TableQuery) (partita.TablePage, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return partita.TablePage{}, err
+	}
+	defer leave()
+	return g.Store.QueryTables(ctx, account, q)
+}
+
+func (g *gatedStore) GetEntity(ctx context.Context, account, table string, key partita.Key) (*partita.Entity, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return g.Store.GetEntity(ctx, account, table, key)
+}
+
+func (g *gatedStore) QueryEntities(ctx context.Context, account, table string, q partita.Query, fn func(*partita.Entity) error) (partita.QueryInfo, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return partita.QueryInfo{}, err
+	}
+	defer leave()
+	return g.Store.QueryEntities(ctx, account, table, q, fn)
+}
+
+func (g *gatedStore) Write(ctx context.Context, account, table string, op partita.Op) (partita.Result, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return partita.Result{}, err
+	}
+	defer leave()
+	return g.Store.Write(ctx, account, table, op)
+}
+
+func (g *gatedStore) WriteBatch(ctx context.Context, account, table string, ops []partita.Op) ([]partita.Result, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return g.Store.WriteBatch(ctx, account, table, ops)
+}
+
+func (g *gatedStore) GetTableACL(ctx context.Context, account, table string) ([]byte, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return g.Store.GetTableACL(ctx, account, table)
+}
+
+func (g *gatedStore) SetTableACL(ctx context.Context, account, table string, acl []byte) error {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return g.Store.SetTableACL(ctx, account, table, acl)
+}
+
+func (g *gatedStore) GetServiceProperties(ctx context.Context, account string) ([]byte, error) {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
+	return g.Store.GetServiceProperties(ctx, account)
+}
+
+func (g *gatedStore) SetServiceProperties(ctx context.Context, account string, props []byte) error {
+	leave, err := g.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return g.Store.SetServiceProperties(ctx, account, props)
+}
