@@ -393,12 +393,13 @@ func (l *liteEntity) keys(raw []byte) (pk, rk []byte, ok bool) {
 }
 
 // appendRecordFast appends the JSONL record of the entity JSON raw in
-// table, as AppendRecord(DecodeEntity(raw)) would; ok is false (and b
-// unchanged) when it leaves raw to them.
-func (l *liteEntity) appendRecordFast(b []byte, table string, raw []byte) ([]byte, bool) {
-	pk, rk, ok := l.keys(raw)
+// table, as AppendRecord(DecodeEntity(raw)) would, and returns its keys
+// (pointing into raw); ok is false (and b unchanged) when it leaves raw
+// to them.
+func (l *liteEntity) appendRecordFast(b []byte, table string, raw []byte) (out, pk, rk []byte, ok bool) {
+	pk, rk, ok = l.keys(raw)
 	if !ok {
-		return b, false
+		return b, nil, nil, false
 	}
 	b0 := len(b)
 	b = append(b, `{"table":`...)
@@ -429,9 +430,9 @@ func (l *liteEntity) appendRecordFast(b []byte, table string, raw []byte) ([]byt
 		b = append(b, ']')
 	})
 	if !ok {
-		return b[:b0], false
+		return b[:b0], nil, nil, false
 	}
-	return append(b, "]}\n"...), true
+	return append(b, "]}\n"...), pk, rk, true
 }
 
 // appendRequestFast appends the insert-or-replace request body of the

@@ -28,7 +28,7 @@ func checkFastExport(t *testing.T, table string, raw []byte) bool {
 	t.Helper()
 	var l liteEntity
 	prefix := []byte("previous record\n")
-	fast, ok := l.appendRecordFast(append([]byte(nil), prefix...), table, raw)
+	fast, pk, rk, ok := l.appendRecordFast(append([]byte(nil), prefix...), table, raw)
 	if !bytes.HasPrefix(fast, prefix) {
 		t.Fatalf("fast path overwrote what was before it: %q", fast)
 	}
@@ -41,6 +41,9 @@ func checkFastExport(t *testing.T, table string, raw []byte) bool {
 	slow, err := generalRecord(table, raw)
 	if err != nil {
 		t.Fatalf("fast path accepted an entity the general path refuses (%v): %s", err, raw)
+	}
+	if e, _, _, err := wire.DecodeEntity(raw); err != nil || string(pk) != e.PartitionKey || string(rk) != e.RowKey {
+		t.Fatalf("fast path's keys %q, %q differ from the general path's (%v): %s", pk, rk, err, raw)
 	}
 	if !bytes.Equal(fast[len(prefix):], slow) {
 		t.Fatalf("paths disagree on %s:\nfast %s\nslow %s", raw, fast[len(prefix):], slow)
@@ -207,7 +210,7 @@ func BenchmarkExportRecord(b *testing.B) {
 			buf = buf[:0]
 			for _, raw := range raws {
 				var ok bool
-				if buf, ok = l.appendRecordFast(buf, "src", raw); !ok {
+				if buf, _, _, ok = l.appendRecordFast(buf, "src", raw); !ok {
 					b.Fatal("not taken")
 				}
 			}

@@ -180,11 +180,8 @@ func (c *client) queryRecords(ctx context.Context, table, filter, npk, nrk strin
 	var order keyOrder[[]byte]
 	for _, raw := range values {
 		var ok bool
-		if recs, ok = l.appendRecordFast(recs, table, raw); ok {
-			// The fast path's keys are the body's bytes, which it
-			// takes only when they need no unescaping.
-			pk, _ := l.key(partita.PropPartitionKey)
-			rk, _ := l.key(partita.PropRowKey)
+		var pk, rk []byte
+		if recs, pk, rk, ok = l.appendRecordFast(recs, table, raw); ok {
 			if err := order.add(c.side, table, pk, rk); err != nil {
 				return nil, err
 			}
