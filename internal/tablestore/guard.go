@@ -17,27 +17,21 @@ import (
 type guard struct{ kv.DB }
 
 func busy(err error) error {
-	if err != nil && errors.Is(err, kv.ErrOutcomeUnknown) {
+	var pe *partita.Error
+	if err == nil || errors.As(err, &pe) {
+		return err // an error that already carries the service's code keeps it
+	}
+	switch {
+	case errors.Is(err, kv.ErrOutcomeUnknown):
 		// Not ServerBusy: that says the request was not taken, and a
 		// client that trusts it may apply the write twice.
-		var pe *partita.Error
-		if !errors.As(err, &pe) {
-			return &partita.Error{Code: partita.CodeOperationTimedOut, Message: partita.MsgOperationTimedOut, Err: err}
-		}
-	}
-	if err != nil && errors.Is(err, kv.ErrUnavailable) {
-		var pe *partita.Error
-		if !errors.As(err, &pe) {
-			return &partita.Error{Code: partita.CodeServerBusy, Message: partita.MsgServerBusy, Err: err}
-		}
-	}
-	if err != nil && errors.Is(err, kv.ErrKeyTooLarge) {
+		return &partita.Error{Code: partita.CodeOperationTimedOut, Message: partita.MsgOperationTimedOut, Err: err}
+	case errors.Is(err, kv.ErrUnavailable):
+		return &partita.Error{Code: partita.CodeServerBusy, Message: partita.MsgServerBusy, Err: err}
+	case errors.Is(err, kv.ErrKeyTooLarge):
 		// Not the service's limit but the engine's (PostgreSQL): a 400 that
 		// says so, never a 500 that clients would retry.
-		var pe *partita.Error
-		if !errors.As(err, &pe) {
-			return &partita.Error{Code: partita.CodePropertyValueTooLarge, Message: msgKeyTooLargeForEngine, Err: err}
-		}
+		return &partita.Error{Code: partita.CodePropertyValueTooLarge, Message: msgKeyTooLargeForEngine, Err: err}
 	}
 	return err
 }

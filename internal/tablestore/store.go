@@ -338,14 +338,15 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 	// Wait for this process's in-flight entity operations on the table.
 	l := s.lockTable(account, name)
 	defer l.unlock()
-	var dropped *tableRecord
+	var dropped, already *tableRecord
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
+		dropped, already = nil, nil
 		t, err := readTable(tx, account, name)
 		if err != nil {
 			return err
 		}
 		if t != nil && t.state == stateDeleting {
-			dropped = t // a drop retried: see that it is purged (CreateTable)
+			already = t // a drop retried: see that it is purged (CreateTable)
 		}
 		if t == nil || t.state != stateActive {
 			return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
@@ -357,10 +358,10 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 	})
 	s.cache.Delete(catalogName(account, name))
 	s.forgetHint(catalogName(account, name))
+	if already != nil {
+		s.startPurge(already)
+	}
 	if err != nil {
-		if dropped != nil && dropped.state == stateDeleting && partita.ErrorCode(err) == partita.CodeResourceNotFound {
-			s.startPurge(dropped)
-		}
 		return err
 	}
 	s.startPurge(dropped)
