@@ -149,36 +149,30 @@ const maxCORSCacheEntries = 1024
 // the cache.
 const corsLoadTimeout = 30 * time.Second
 
-// corsCache holds each account's CORS rules.
-type corsCache struct{ readCache[corsRules] }
-
-// corsRules are an account's CORS rules, with each rule's
-// Access-Control-Expose-Headers value (expose[i] for rules[i]), worked out
-// once when the rules are read.
-type corsRules struct {
-	rules  []settings.CorsRule
-	expose []string
-}
+// corsCache holds each account's CORS rules, as matching and answering
+// use them: each rule's ExposedHeaders is already the
+// Access-Control-Expose-Headers value it gives (its prefixes expanded,
+// settings.CorsRule.ExposeHeaders), worked out once when the rules are
+// read. Get Service Properties reads the rules as stored, not from here.
+type corsCache struct{ readCache[[]settings.CorsRule] }
 
 func (c *corsCache) init(s *Server) {
 	c.ttl, c.max, c.loadTimeout, c.now = corsCacheTTL, maxCORSCacheEntries, corsLoadTimeout, s.now
-	c.read = func(ctx context.Context, account string) (corsRules, error) {
+	c.read = func(ctx context.Context, account string) ([]settings.CorsRule, error) {
 		p, err := s.loadProperties(ctx, account)
 		if err != nil {
-			return corsRules{}, err
+			return nil, err
 		}
-		cr := corsRules{rules: p.Cors, expose: make([]string, len(p.Cors))}
 		for i := range p.Cors {
-			cr.expose[i] = p.Cors[i].ExposeHeaders(exposableHeaders)
+			p.Cors[i].ExposedHeaders = p.Cors[i].ExposeHeaders(exposableHeaders)
 		}
-		return cr, nil
+		return p.Cors, nil
 	}
 }
 
 // rules returns the account's CORS rules.
 func (c *corsCache) rules(ctx context.Context, account string) ([]settings.CorsRule, error) {
-	cr, err := c.get(ctx, account)
-	return cr.rules, err
+	return c.get(ctx, account)
 }
 
 // aclCacheTTL is how long a table's stored access policies are served from

@@ -246,8 +246,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 // expanded against exposableHeaders: a browser takes "x-ms-*" there for
 // the name of one header, and would hide every x-ms-* header from the page.
 func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx) {
-	cr, err := s.corsCache.get(rc.ctx, rc.account)
-	rules := cr.rules
+	rules, err := s.corsCache.rules(rc.ctx, rc.account)
 	if err != nil || len(rules) == 0 {
 		return
 	}
@@ -269,10 +268,8 @@ func (s *Server) corsHeaders(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 		h.Set("Access-Control-Allow-Credentials", "true")
 		h.Add("Vary", "Origin")
 	}
-	for i := range rules {
-		if &rules[i] == rule && cr.expose[i] != "" {
-			h.Set("Access-Control-Expose-Headers", cr.expose[i])
-		}
+	if rule.ExposedHeaders != "" {
+		h.Set("Access-Control-Expose-Headers", rule.ExposedHeaders) // expanded (corsCache)
 	}
 }
 
