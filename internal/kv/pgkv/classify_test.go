@@ -90,3 +90,21 @@ func TestClassifyCommit(t *testing.T) {
 type safeErr struct{ error }
 
 func (safeErr) SafeToRetry() bool { return true }
+
+// TestDSNSetsPoolSize: pool_max_conns counts when the DSN sets it, in URL
+// or key=value form, and not when the text is only inside another value
+// (a password), which a substring test took for it.
+func TestDSNSetsPoolSize(t *testing.T) {
+	for dsn, want := range map[string]bool{
+		"postgres://u@h/db?pool_max_conns=4":                 true,
+		"postgres://u@h/db?sslmode=disable&pool_max_conns=4": true,
+		"host=h user=u pool_max_conns=4":                     true,
+		"postgres://u@h/db":                                  false,
+		"postgres://u:pool_max_conns@h/db":                   false,
+		"host=h user=u password=pool_max_conns":              false,
+	} {
+		if got := dsnSetsPoolSize(dsn); got != want {
+			t.Errorf("dsnSetsPoolSize(%q) = %v, want %v", dsn, got, want)
+		}
+	}
+}

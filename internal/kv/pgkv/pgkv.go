@@ -26,7 +26,6 @@ import (
 	"io"
 	"net"
 	"sort"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -113,7 +112,7 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 	switch {
 	case o.MaxConns > 0:
 		cfg.MaxConns = o.MaxConns
-	case strings.Contains(dsn, "pool_max_conns"):
+	case dsnSetsPoolSize(dsn):
 	default:
 		cfg.MaxConns = 32
 	}
@@ -738,4 +737,17 @@ func (t *txn) flush() error {
 		return t.dbErr
 	}
 	return nil
+}
+
+// dsnSetsPoolSize reports whether dsn sets pool_max_conns, in either form
+// (URL or key=value): pgxpool takes it out of the parsed configuration, so
+// the DSN is parsed again for it, as pgconn reads it (a password or a
+// database name containing the text does not count).
+func dsnSetsPoolSize(dsn string) bool {
+	c, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return false
+	}
+	_, ok := c.RuntimeParams["pool_max_conns"]
+	return ok
 }
