@@ -31,118 +31,67 @@ type gatedStore struct {
 	calls *budget
 }
 
-func (g *gatedStore) enter(ctx context.Context) (func(), error) {
+// gated runs f, a call to the store, once it has its unit of the budget.
+func gated[T any](g *gatedStore, ctx context.Context, f func() (T, error)) (T, error) {
 	claims, _ := ctx.Value(callClaimsKey{}).([]claim)
 	if err := g.calls.takeCtx(ctx, 1, claims...); err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return func() { g.calls.give(1, claims...) }, nil
+	defer g.calls.give(1, claims...)
+	return f()
+}
+
+// gatedErr is gated for a call that returns only an error.
+func gatedErr(g *gatedStore, ctx context.Context, f func() error) error {
+	_, err := gated(g, ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
 }
 
 func (g *gatedStore) CreateTable(ctx context.Context, account, name string) (partita.Table, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return partita.Table{}, err
-	}
-	defer leave()
-	return g.Store.CreateTable(ctx, account, name)
+	return gated(g, ctx, func() (partita.Table, error) { return g.Store.CreateTable(ctx, account, name) })
 }
 
 func (g *gatedStore) DeleteTable(ctx context.Context, account, name string) error {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return g.Store.DeleteTable(ctx, account, name)
+	return gatedErr(g, ctx, func() error { return g.Store.DeleteTable(ctx, account, name) })
 }
 
 func (g *gatedStore) GetTable(ctx context.Context, account, name string) (partita.Table, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return partita.Table{}, err
-	}
-	defer leave()
-	return g.Store.GetTable(ctx, account, name)
+	return gated(g, ctx, func() (partita.Table, error) { return g.Store.GetTable(ctx, account, name) })
 }
 
 func (g *gatedStore) QueryTables(ctx context.Context, account string, q partita.TableQuery) (partita.TablePage, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return partita.TablePage{}, err
-	}
-	defer leave()
-	return g.Store.QueryTables(ctx, account, q)
+	return gated(g, ctx, func() (partita.TablePage, error) { return g.Store.QueryTables(ctx, account, q) })
 }
 
 func (g *gatedStore) GetEntity(ctx context.Context, account, table string, key partita.Key) (*partita.Entity, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	return g.Store.GetEntity(ctx, account, table, key)
+	return gated(g, ctx, func() (*partita.Entity, error) { return g.Store.GetEntity(ctx, account, table, key) })
 }
 
 func (g *gatedStore) QueryEntities(ctx context.Context, account, table string, q partita.Query, fn func(*partita.Entity) error) (partita.QueryInfo, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return partita.QueryInfo{}, err
-	}
-	defer leave()
-	return g.Store.QueryEntities(ctx, account, table, q, fn)
+	return gated(g, ctx, func() (partita.QueryInfo, error) { return g.Store.QueryEntities(ctx, account, table, q, fn) })
 }
 
 func (g *gatedStore) Write(ctx context.Context, account, table string, op partita.Op) (partita.Result, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return partita.Result{}, err
-	}
-	defer leave()
-	return g.Store.Write(ctx, account, table, op)
+	return gated(g, ctx, func() (partita.Result, error) { return g.Store.Write(ctx, account, table, op) })
 }
 
 func (g *gatedStore) WriteBatch(ctx context.Context, account, table string, ops []partita.Op) ([]partita.Result, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	return g.Store.WriteBatch(ctx, account, table, ops)
+	return gated(g, ctx, func() ([]partita.Result, error) { return g.Store.WriteBatch(ctx, account, table, ops) })
 }
 
 func (g *gatedStore) GetTableACL(ctx context.Context, account, table string) ([]byte, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	return g.Store.GetTableACL(ctx, account, table)
+	return gated(g, ctx, func() ([]byte, error) { return g.Store.GetTableACL(ctx, account, table) })
 }
 
 func (g *gatedStore) SetTableACL(ctx context.Context, account, table string, acl []byte) error {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return g.Store.SetTableACL(ctx, account, table, acl)
+	return gatedErr(g, ctx, func() error { return g.Store.SetTableACL(ctx, account, table, acl) })
 }
 
 func (g *gatedStore) GetServiceProperties(ctx context.Context, account string) ([]byte, error) {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	return g.Store.GetServiceProperties(ctx, account)
+	return gated(g, ctx, func() ([]byte, error) { return g.Store.GetServiceProperties(ctx, account) })
 }
 
 func (g *gatedStore) SetServiceProperties(ctx context.Context, account string, props []byte) error {
-	leave, err := g.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return g.Store.SetServiceProperties(ctx, account, props)
+	return gatedErr(g, ctx, func() error { return g.Store.SetServiceProperties(ctx, account, props) })
 }
