@@ -151,7 +151,8 @@ func New(o Options) *Server {
 	s.bodies = newBudget(o.MaxBodyBytes)
 	if o.StoreCalls > 0 {
 		s.calls = newBudget(int64(o.StoreCalls))
-		s.store = &gatedStore{Store: s.store, calls: s.calls}
+		s.store = &gatedStore{Store: s.store, calls: s.calls, metrics: o.Metrics}
+		o.Metrics.StoreCallsFrom(s.calls.inUse)
 	}
 	return s
 }

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"time"
 
 	"github.com/partita/partita"
+	"github.com/partita/partita/internal/metrics"
 )
 
 // The store-call budget (Options.StoreCalls) bounds the store calls in
@@ -28,15 +30,23 @@ type callClaimsKey struct{}
 // with context.DeadlineExceeded (500 OperationTimedOut).
 type gatedStore struct {
 	partita.Store
-	calls *budget
+	calls   *budget
+	metrics *metrics.Metrics // records the calls that waited; may be nil
 }
 
 // gated runs f, a call to the store, once it has its unit of the budget.
 func gated[T any](g *gatedStore, ctx context.Context, f func() (T, error)) (T, error) {
 	claims, _ := ctx.Value(callClaimsKey{}).([]claim)
-	if err := g.calls.takeCtx(ctx, 1, claims...); err != nil {
-		var zero T
-		return zero, err
+	if _, ok := g.calls.grab(1, claims, false); !ok {
+		// No room: only now read the clock, so that the calls that
+		// find room at once (nearly all) pay nothing for the metric.
+		start := time.Now()
+		err := g.calls.takeCtx(ctx, 1, claims...)
+		g.metrics.StoreCallWaited(time.Since(start), err == nil)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
 	}
 	defer g.calls.give(1, claims...)
 	return f()

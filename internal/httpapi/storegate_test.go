@@ -10,6 +10,7 @@ import (
 
 	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/kv/memkv"
+	"github.com/partita/partita/internal/metrics"
 	"github.com/partita/partita/internal/tablestore"
 )
 
@@ -40,7 +41,8 @@ func TestServer_StoreCallsShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{Store: bs, Accounts: kr, MaxInFlight: 64, StoreCalls: 4})
+	m := metrics.New([]string{"devstoreaccount1", "other"}, ErrorCodes())
+	s := New(Options{Store: bs, Accounts: kr, MaxInFlight: 64, StoreCalls: 4, Metrics: m})
 
 	codes := make(chan int, 16)
 	serve := func(r *http.Request) {
@@ -71,6 +73,9 @@ func TestServer_StoreCallsShared(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("another account's store call waited behind the first account's")
 	}
+	if s := sample(t, m, "partita_store_calls_in_flight", nil); s.GetGauge().GetValue() != 3 {
+		t.Errorf("partita_store_calls_in_flight %v with three calls in the store, want 3", s.GetGauge().GetValue())
+	}
 	// The first account's next call waits for its share until its
 	// deadline.
 	w := httptest.NewRecorder()
@@ -78,11 +83,23 @@ func TestServer_StoreCallsShared(t *testing.T) {
 	if w.Code != 500 || w.Header().Get("x-ms-error-code") != "OperationTimedOut" {
 		t.Errorf("a call beyond the share at its deadline: %d %s, want 500 OperationTimedOut", w.Code, w.Header().Get("x-ms-error-code"))
 	}
+	gaveUp := sample(t, m, "partita_store_call_wait_seconds", map[string]string{"outcome": "gave_up"}).GetHistogram()
+	if gaveUp.GetSampleCount() != 1 || gaveUp.GetSampleSum() < 0.5 {
+		t.Errorf("waits that gave up: %d, %.3f s in all; want the one call's wait of about 1 s", gaveUp.GetSampleCount(), gaveUp.GetSampleSum())
+	}
 	close(bs.release)
 	for i := 0; i < 5; i++ {
 		if c := <-codes; c != 200 {
 			t.Errorf("request %d: %d once the store answered", i, c)
 		}
+	}
+	// The two calls that waited behind the account's share took their
+	// units once the store answered.
+	if n := sample(t, m, "partita_store_call_wait_seconds", map[string]string{"outcome": "taken"}).GetHistogram().GetSampleCount(); n != 2 {
+		t.Errorf("waits that ended with the unit taken: %d, want 2", n)
+	}
+	if s := sample(t, m, "partita_store_calls_in_flight", nil); s.GetGauge().GetValue() != 0 {
+		t.Errorf("partita_store_calls_in_flight %v at the end, want 0", s.GetGauge().GetValue())
 	}
 	if s.calls.used != 0 || len(s.calls.held) != 0 {
 		t.Errorf("store calls still held at the end: %d, %v", s.calls.used, s.calls.held)

@@ -59,6 +59,8 @@ type Metrics struct {
 	inFlight                    atomic.Pointer[func() int64]
 	queueWait                   prometheus.Observer
 	busy                        *prometheus.CounterVec
+	storeWait                   [2]prometheus.Observer // taken, gave_up
+	storeCalls                  atomic.Pointer[func() int64]
 }
 
 // fastStatuses are the statuses of successes.
@@ -136,7 +138,19 @@ func New(accounts, codes []string) *Metrics {
 	for _, r := range []string{"slots", "body", "store"} {
 		m.busy.WithLabelValues(r)
 	}
-	m.reg.MustRegister(m.requests, lat, in, out, q, ex, ret, bs, inFlight, qw, m.busy,
+	sw := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "partita_store_call_wait_seconds",
+		Help:    "Time store calls waited for their share of the store-call budget (PostgreSQL: the pool, see --client-share), counting only calls that had to wait; outcome taken, or gave_up when the request's deadline came first.",
+		Buckets: []float64{.0001, .001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+	}, []string{"outcome"})
+	m.storeWait = [2]prometheus.Observer{sw.WithLabelValues("taken"), sw.WithLabelValues("gave_up")}
+	storeCalls := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "partita_store_calls_in_flight", Help: "Store calls holding a unit of the store-call budget (PostgreSQL: at most the pool's size; 0 on the embedded engine, which has no such budget)."}, func() float64 {
+		if f := m.storeCalls.Load(); f != nil {
+			return float64((*f)())
+		}
+		return 0
+	})
+	m.reg.MustRegister(m.requests, lat, in, out, q, ex, ret, bs, inFlight, qw, m.busy, sw, storeCalls,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
@@ -273,6 +287,28 @@ func (m *Metrics) InFlightFrom(f func() int64) {
 	if m != nil {
 		m.inFlight.Store(&f)
 	}
+}
+
+// StoreCallsFrom sets what reports the store calls in flight at each
+// scrape.
+func (m *Metrics) StoreCallsFrom(f func() int64) {
+	if m != nil {
+		m.storeCalls.Store(&f)
+	}
+}
+
+// StoreCallWaited records a store call that found no room in the
+// store-call budget and waited d, then took its unit (taken) or gave up
+// at its request's deadline.
+func (m *Metrics) StoreCallWaited(d time.Duration, taken bool) {
+	if m == nil {
+		return
+	}
+	i := 0
+	if !taken {
+		i = 1
+	}
+	m.storeWait[i].Observe(d.Seconds())
 }
 
 // Busy records a 503 ServerBusy; reason is slots, body or store. waited
