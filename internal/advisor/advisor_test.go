@@ -292,3 +292,42 @@ func TestAdvisor_TableNamesFoldCase(t *testing.T) {
 		t.Errorf("hot partition finding: %+v", f)
 	}
 }
+
+// TestAdvisor_ChurnOverMaxTables: traffic spread over more tables than are
+// tracked neither evicts the tables in use (each request made one table
+// give its place to the next, so that no table kept its figures) nor costs
+// a copy of the table map per request; a table idle for IdleGrace gives
+// its place to the next new one.
+func TestAdvisor_ChurnOverMaxTables(t *testing.T) {
+	a, c := newTest(Options{MaxTables: 8})
+	names := make([]string, 64)
+	for i := range names {
+		names[i] = fmt.Sprintf("other%d", i)
+	}
+	for i := 0; i < 500; i++ {
+		a.Write("acct", "t", "hot", fmt.Sprint(i), false, 0)
+		a.Write("acct", names[i%len(names)], "p", fmt.Sprint(i), false, 0)
+		if i%50 == 0 {
+			c.t = c.t.Add(time.Second / 2)
+		}
+	}
+	if n := a.Tables(); n != 8 {
+		t.Errorf("tables tracked: %d, want 8", n)
+	}
+	if r := a.Findings(); len(kinds(r)) != 1 || kinds(r)[KindHotPartition].Table != "t" {
+		t.Errorf("the busy table lost its figures to the churn: %+v", r.Findings)
+	}
+	if allocs := testing.AllocsPerRun(200, func() {
+		for _, n := range names {
+			a.Read("acct", n, "p")
+		}
+	}); allocs != 0 {
+		t.Errorf("%.0f allocations per %d reads of tables not tracked, want none", allocs, len(names))
+	}
+	// Idle for IdleGrace, the tracked tables give their places.
+	c.t = c.t.Add(IdleGrace)
+	a.Write("acct", "late", "p", "r", false, 0)
+	if _, ok := (*a.tables.Load())[tableID{"acct", "late"}]; !ok || a.Tables() != 8 {
+		t.Errorf("a new table after the others went idle: tracked %v, %d tables", ok, a.Tables())
+	}
+}
