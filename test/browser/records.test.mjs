@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { annotationLike, recordBody, uploadLines, parseTyped, numberTexts } from '../../internal/console/assets/api.js';
+import { annotationLike, recordBody, uploadLines, parseTyped, numberTexts, entityProps, encodeProps } from '../../internal/console/assets/api.js';
 
 const T = 'uploads';
 const rec = (rk, props) => JSON.stringify({ table: T, PartitionKey: 'p', RowKey: rk, props });
@@ -92,4 +92,22 @@ test('doubles are told from integers without the reviver source text', () => {
     [{ double: 5 }, 5, { double: 1e21 }, -7, '9', true, 'p"1.5', '2e3', 'a\\']);
   assert.ok(Object.is(e.N.double, -0));
   assert.deepEqual(got.value[1].D, { double: 0.5 });
+});
+
+// The entity editor (encodeProps) saves what it read: a property may be
+// named constructor, toString or __proto__ (the service takes any C#
+// identifier), which a plain {} took for a name given twice, or dropped
+// (__proto__). A system property or a name like an annotation, which
+// would replace a key or retype another property, is refused as an
+// uploaded record's is.
+test('the editor keeps properties named like Object.prototype members', () => {
+  const e = parseTyped('{"PartitionKey":"p","RowKey":"r","__proto__":"a","constructor":"b","toString":1,"valueOf@odata.type":"Edm.Int64","valueOf":"7"}', false);
+  const body = { PartitionKey: 'p', RowKey: 'r', ...encodeProps(entityProps(e)) };
+  assert.equal(JSON.stringify(body),
+    '{"PartitionKey":"p","RowKey":"r","__proto__":"a","constructor":"b","toString":1,"valueOf":"7","valueOf@odata.type":"Edm.Int64"}');
+  assert.throws(() => encodeProps([{ name: 'constructor', type: 'Edm.String', value: 'a' }, { name: 'constructor', type: 'Edm.String', value: 'b' }]),
+    { message: 'property constructor is named twice' });
+  for (const name of ['PartitionKey', 'RowKey', 'Timestamp', 'A@odata.type', 'odata.etag']) {
+    assert.throws(() => encodeProps([{ name, type: 'Edm.String', value: 'x' }]), name);
+  }
 });

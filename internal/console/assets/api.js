@@ -180,12 +180,19 @@ export function entityProps(e) {
 }
 
 // encodeProps builds the JSON body members of typed text properties,
-// checking each value against its type.
+// checking each value against its type. The members are kept in an object
+// without a prototype, and a name is looked up among its own members only:
+// a property may be named constructor, toString or __proto__ (a plain {}
+// answers `in` for those, and would swallow __proto__ rather than keep it).
+// A name the body's keys or annotations would read differently (a system
+// property, or a name like an annotation) is refused, as recordBody does.
 export function encodeProps(props) {
-  const body = {};
+  const body = Object.create(null);
   for (const { name, type, value } of props) {
     if (!name) throw new Error('a property needs a name');
-    if (name in body) throw new Error(`property ${name} is named twice`);
+    if (['PartitionKey', 'RowKey', 'Timestamp'].includes(name)) throw new Error(`property ${name} is a system property`);
+    if (annotationLike(name)) throw new Error(`property ${name}: a name with '@' or starting with "odata." would be read as an annotation`);
+    if (Object.hasOwn(body, name)) throw new Error(`property ${name} is named twice`);
     let v = value;
     switch (type) {
       case 'Edm.String': break;
