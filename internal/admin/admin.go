@@ -26,7 +26,7 @@
 // error status with {"error": "..."}: 400 for a malformed request or a
 // directory inside the store's own, 403
 // for a directory outside the backup root, 409 for a directory that is
-// not empty or a backup already running, 501 for an engine that has no
+// not empty, a path through a file, or a backup already running, 501 for an engine that has no
 // online backup, 500 for a failed copy (which leaves no directory
 // behind).
 package admin
@@ -267,7 +267,7 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 	if err := claim(dir); err != nil {
 		status := http.StatusInternalServerError
 		switch {
-		case errors.Is(err, errNotEmpty) || errors.Is(err, errNotDir):
+		case errors.Is(err, errNotEmpty) || errors.Is(err, errNotDir) || errors.Is(err, errParentNotDir):
 			status = http.StatusConflict
 		case errors.Is(err, syscall.ENAMETOOLONG):
 			status = http.StatusBadRequest // the path the client gave
@@ -290,6 +290,9 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 var (
 	errNotEmpty = errors.New("is not empty: a backup goes into a new or empty directory")
 	errNotDir   = errors.New("exists and is not a directory")
+	// errParentNotDir: a file stands where the path needs a directory,
+	// as in /backups/file/x; the request's fault, not a failed copy.
+	errParentNotDir = errors.New("cannot be a directory: a part of its path is a file")
 )
 
 // claim makes dir ready for a checkpoint, which must create it: an
@@ -298,6 +301,9 @@ func claim(dir string) error {
 	fi, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if errors.Is(err, syscall.ENOTDIR) {
+		return fmt.Errorf("%s %w", dir, errParentNotDir)
 	}
 	if err != nil {
 		return err

@@ -149,3 +149,21 @@ func TestBackupRootRelative(t *testing.T) {
 		t.Errorf("backup outside a relative root: %d %s, want 403", code, body)
 	}
 }
+
+// TestBackupThroughFile: a path that runs through a regular file is the
+// request's fault: 409 naming it, as for a target that is a file, not 500
+// as for a failed copy.
+func TestBackupThroughFile(t *testing.T) {
+	root := t.TempDir()
+	srv, _ := newAdmin(t, root)
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{file, filepath.Join(file, "x"), filepath.Join(file, "x", "y")} {
+		code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"`+dir+`"}`)
+		if code != http.StatusConflict || !strings.Contains(body, dir) {
+			t.Errorf("backup into %s: %d %s, want 409 naming it", dir, code, body)
+		}
+	}
+}
