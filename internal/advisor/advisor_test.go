@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -125,6 +126,30 @@ func TestAdvisor_TableScans(t *testing.T) {
 	f := only(t, a, KindTableScan)
 	if f.Evidence["tableScans"] != 25 || f.Evidence["queries"] != 100 || f.Evidence["share"] != 0.25 || f.Evidence["examinedPerReturned"] != 5000.0/3 {
 		t.Errorf("table scan evidence: %+v", f)
+	}
+}
+
+// Scans of a tiny table that return nothing examine next to nothing: no
+// finding, however many there are; scans of a large one that return
+// nothing say so rather than dividing by one.
+func TestAdvisor_ScansThatReturnNothing(t *testing.T) {
+	a, _ := newTest(Options{})
+	for i := 0; i < 2000; i++ {
+		examined := 0
+		if i%300 == 0 {
+			examined = 7
+		}
+		a.Query("acct", "tiny", ClassTable, examined, 0, "", false)
+	}
+	if r := a.Findings(); len(r.Findings) != 0 {
+		t.Errorf("scans of a 7-entity table: %+v", r.Findings)
+	}
+	for i := 0; i < 100; i++ {
+		a.Query("acct", "t", ClassTable, 5000, 0, "", false)
+	}
+	f := only(t, a, KindTableScan)
+	if want := "examining 500000 entities and returning none"; !strings.Contains(f.Summary, want) {
+		t.Errorf("summary %q, want it to say %q", f.Summary, want)
 	}
 }
 

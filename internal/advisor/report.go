@@ -244,9 +244,9 @@ func (a *Advisor) judge(id tableID, w *window, largest []partSize) []Finding {
 		if n := w.queries[ClassTable]; n > 0 {
 			share := float64(n) / float64(queries)
 			ratio := float64(w.examined[ClassTable]) / float64(max(w.returned[ClassTable], 1))
-			if share >= o.ScanShare && ratio >= o.ScanRatio {
+			if share >= o.ScanShare && ratio >= o.ScanRatio && wasteful(w.examined[ClassTable], n, o.ScanRatio) {
 				add(KindTableScan, "",
-					fmt.Sprintf("%d of %d queries (%.0f%%) were table scans, examining %.1f entities per entity returned", n, queries, share*100, ratio),
+					fmt.Sprintf("%d of %d queries (%.0f%%) were table scans, examining %s", n, queries, share*100, perReturned(w.examined[ClassTable], w.returned[ClassTable], ratio)),
 					"Index entities pattern; inter-partition secondary index pattern",
 					"query by PartitionKey (and RowKey): keep the property you filter on in the keys of a second entity (an index entity, or a copy keyed by that property) and look entities up through it",
 					map[string]float64{"queries": float64(queries), "tableScans": float64(n), "share": share,
@@ -256,9 +256,9 @@ func (a *Advisor) judge(id tableID, w *window, largest []partSize) []Finding {
 		if n := w.queries[ClassPartition]; n > 0 {
 			share := float64(n) / float64(queries)
 			ratio := float64(w.examined[ClassPartition]) / float64(max(w.returned[ClassPartition], 1))
-			if share >= o.ScanShare && ratio >= o.ScanRatio {
+			if share >= o.ScanShare && ratio >= o.ScanRatio && wasteful(w.examined[ClassPartition], n, o.ScanRatio) {
 				add(KindPartitionScan, "",
-					fmt.Sprintf("%d of %d queries (%.0f%%) scanned whole partitions, examining %.1f entities per entity returned: a RowKey range would serve", n, queries, share*100, ratio),
+					fmt.Sprintf("%d of %d queries (%.0f%%) scanned whole partitions, examining %s: a RowKey range would serve", n, queries, share*100, perReturned(w.examined[ClassPartition], w.returned[ClassPartition], ratio)),
 					"Intra-partition secondary index pattern; compound key pattern",
 					"put what you filter on into the RowKey (a compound RowKey, or extra index entities in the same partition with RowKeys like 'email_...'), and query a RowKey range instead of filtering the whole partition",
 					map[string]float64{"queries": float64(queries), "partitionScans": float64(n), "share": share,
@@ -369,4 +369,21 @@ func (a *Advisor) Handler() http.Handler {
 		enc.SetIndent("", "  ")
 		enc.Encode(v)
 	})
+}
+
+// wasteful reports whether scans that examined examined entities in n
+// queries read enough to matter: at least ratio entities a query. Scans of
+// a table or partition of a few entities cost no more than the point
+// queries that would replace them, however few entities they return.
+func wasteful(examined, n int64, ratio float64) bool {
+	return float64(examined) >= ratio*float64(n)
+}
+
+// perReturned says how many entities scans examined per entity returned,
+// or, when they returned none, how many they examined.
+func perReturned(examined, returned int64, ratio float64) string {
+	if returned == 0 {
+		return fmt.Sprintf("%d entities and returning none", examined)
+	}
+	return fmt.Sprintf("%.1f entities per entity returned", ratio)
 }
