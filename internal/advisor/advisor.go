@@ -170,6 +170,7 @@ type table struct {
 type partSize struct {
 	pk string
 	n  int64
+	at int64 // when a scan last saw it this large, unix nanoseconds
 }
 
 type bucket struct {
@@ -447,26 +448,36 @@ func (a *Advisor) QueryAt(at time.Time, account, table string, class, examined, 
 		sl.n = 0
 	}
 	sl.n += int64(examined)
-	t.noteSize(sl.key, sl.n)
+	t.noteSize(sl.key, sl.n, now, now-int64(a.o.Bucket)*int64(a.o.Buckets))
 }
 
-// noteSize keeps the largest partitions seen; t.mu is held. pk is a
-// scan slot's key, already clipped and owned.
-func (t *table) noteSize(pk string, n int64) {
+// noteSize keeps the largest partitions seen by the scans of the window
+// (since after); t.mu is held. pk is a scan slot's key, already clipped
+// and owned. A size not seen again within the window is forgotten, as the
+// partition may have shrunk or its table been dropped and made anew.
+func (t *table) noteSize(pk string, n, now, after int64) {
+	kept := t.largest[:0]
+	for _, p := range t.largest {
+		if p.at > after {
+			kept = append(kept, p)
+		}
+	}
+	clear(t.largest[len(kept):])
+	t.largest = kept
 	for i := range t.largest {
 		if t.largest[i].pk == pk {
-			if n <= t.largest[i].n {
+			if n < t.largest[i].n {
 				return
 			}
-			t.largest[i].n = n
+			t.largest[i].n, t.largest[i].at = n, now
 			sort.Slice(t.largest, func(i, j int) bool { return t.largest[i].n > t.largest[j].n })
 			return
 		}
 	}
 	if len(t.largest) < 8 {
-		t.largest = append(t.largest, partSize{pk, n})
+		t.largest = append(t.largest, partSize{pk, n, now})
 	} else if n > t.largest[len(t.largest)-1].n {
-		t.largest[len(t.largest)-1] = partSize{pk, n}
+		t.largest[len(t.largest)-1] = partSize{pk, n, now}
 	} else {
 		return
 	}

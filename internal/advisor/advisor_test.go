@@ -180,6 +180,33 @@ func TestAdvisor_LargePartition(t *testing.T) {
 	}
 }
 
+// A large partition seen by no scan for the window's length is no longer
+// reported: it may have been emptied, or its table dropped and made anew.
+func TestAdvisor_LargePartitionAges(t *testing.T) {
+	a, c := newTest(Options{LargePartition: 5000})
+	for p := 0; p < 6; p++ {
+		a.Query("acct", "t", ClassPartition, 1000, 1000, "big", p > 0)
+	}
+	only(t, a, KindLargePartition)
+	c.t = c.t.Add(4 * time.Minute)
+	a.Query("acct", "t", ClassPartition, 6000, 6000, "big", false) // seen again
+	c.t = c.t.Add(4 * time.Minute)
+	if f := only(t, a, KindLargePartition); f.PartitionKey != "big" {
+		t.Errorf("a partition scanned 4 minutes ago: %+v", f)
+	}
+	c.t = c.t.Add(2 * time.Minute)
+	if r := a.Findings(); len(r.Findings) != 0 {
+		t.Errorf("a partition no scan has seen for 6 minutes is still reported: %+v", r.Findings)
+	}
+	// Eight other partitions later, the stale entry takes no place.
+	for i := 0; i < 8; i++ {
+		a.Query("acct", "t", ClassPartition, 5001+i, 10, fmt.Sprintf("p%d", i), false)
+	}
+	if n := len(a.Findings().Findings); n != 8 {
+		t.Errorf("%d findings for eight large partitions", n)
+	}
+}
+
 func TestAdvisor_LargeEntity(t *testing.T) {
 	a, _ := newTest(Options{})
 	a.Write("acct", "t", "p", "r1", true, 1000)

@@ -188,7 +188,13 @@ func (a *Advisor) findings(account string) Report {
 	for _, t := range ts {
 		t.mu.Lock()
 		w := a.window(t, now)
-		largest := append([]partSize(nil), t.largest...)
+		var largest []partSize
+		after := now.UnixNano() - int64(a.o.Bucket)*int64(a.o.Buckets)
+		for _, p := range t.largest {
+			if p.at > after {
+				largest = append(largest, p)
+			}
+		}
 		t.mu.Unlock()
 		r.Findings = append(r.Findings, a.judge(t.id, w, largest)...)
 	}
