@@ -141,6 +141,13 @@ func (f *fataler) corruption(info pebble.DataCorruptionInfo) {
 	f.stop(fmt.Errorf("%w in %s: %v", ErrCorruption, info.Path, info.Details))
 }
 
+// corruptFile is corruption for a damaged file found by partita rather
+// than reported by Pebble (unopenableBlob); err wraps ErrCorruption.
+func (f *fataler) corruptFile(path string, err error) {
+	f.log.Error(CorruptionMessage, "path", path, "err", err.Error())
+	f.stop(err)
+}
+
 // walError handles an error writing the write-ahead log once the store is
 // open. Pebble cannot go on from one: it panics where it rotates the log
 // (on a permission error that became a Go runtime "unlock of unlocked

@@ -296,6 +296,10 @@ func Open(dir string, o *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
+	if err := checkBlobFiles(context.Background(), db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("pebblekv: open %s: %w; the store cannot be served as it is: restore the data directory from a backup", dir, err)
+	}
 	if !o.ReadOnly {
 		if err := writeStoreVersion(po.FS, dir); err != nil {
 			db.Close()
@@ -466,7 +470,7 @@ func (d *DB) View(ctx context.Context, fn func(kv.Reader) error) error {
 	}
 	defer d.leave()
 	r := readers.Get().(*reader)
-	r.g = d.db
+	r.g, r.d = d.db, d
 	defer r.release()
 	return fn(r)
 }
@@ -486,7 +490,7 @@ func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	// Deferred after b.Close, so it runs first: the values Get returned
 	// are released before their batch is.
 	t := readers.Get().(*reader)
-	t.g = b
+	t.g, t.d = b, d
 	defer t.release()
 	if err := fn(&txn{reader: t, b: b}); err != nil {
 		return err
@@ -545,12 +549,22 @@ type getter interface {
 // block). Readers are pooled.
 type reader struct {
 	g       getter
+	d       *DB // the store g reads (unopenableBlob)
 	closers []io.Closer
 }
 
 var readers = sync.Pool{New: func() any { return new(reader) }}
 
 func (r *reader) Get(key []byte) ([]byte, error) {
+	// A blob file Pebble cannot open panics in Get (blobOpenPanic).
+	defer func() {
+		if v := recover(); v != nil {
+			if !blobOpenPanic(v) {
+				panic(v)
+			}
+			r.d.unopenableBlob()
+		}
+	}()
 	v, closer, err := r.g.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, kv.ErrNotFound
@@ -574,7 +588,14 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
-func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) { return newIter(r.g, o) }
+func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
+	it, err := newIter(r.g, o)
+	if err != nil {
+		return nil, err
+	}
+	it.d = r.d
+	return it, nil
+}
 
 // release closes what Get pinned and returns r to the pool.
 func (r *reader) release() {
@@ -583,11 +604,11 @@ func (r *reader) release() {
 		r.closers[i] = nil
 	}
 	r.closers = r.closers[:0]
-	r.g = nil
+	r.g, r.d = nil, nil
 	readers.Put(r)
 }
 
-func newIter(g getter, o kv.IterOptions) (kv.Iterator, error) {
+func newIter(g getter, o kv.IterOptions) (*iter, error) {
 	it, err := g.NewIter(&pebble.IterOptions{LowerBound: o.LowerBound, UpperBound: o.UpperBound})
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: new iterator: %w", err)
@@ -611,6 +632,7 @@ func (t *txn) Delete(key []byte) error     { return t.b.Delete(key, nil) }
 type iter struct {
 	*pebble.Iterator
 	err error // the first value that could not be read
+	d   *DB   // the store read (unopenableBlob)
 }
 
 // Value returns nil when a separated value cannot be read from its blob
@@ -618,6 +640,15 @@ type iter struct {
 // positioning calls return false (TestIteratorReportsValueReadErrors,
 // TestIteratorValueErrorIsSticky).
 func (it *iter) Value() []byte {
+	// A blob file Pebble cannot open panics here (blobOpenPanic).
+	defer func() {
+		if v := recover(); v != nil {
+			if !blobOpenPanic(v) {
+				panic(v)
+			}
+			it.d.unopenableBlob()
+		}
+	}()
 	v, err := it.Iterator.ValueAndErr()
 	if err != nil {
 		if it.err == nil {
