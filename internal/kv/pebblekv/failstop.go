@@ -202,12 +202,24 @@ func openPebble(dir string, po *pebble.Options, f *fataler) (*pebble.DB, error) 
 		// Pebble's Open goes on (retrying, or waiting on the disk) in
 		// its goroutine, with po's cache: the caller is expected to exit
 		// and must not release what it uses (errAbandoned).
-		err = fmt.Errorf("%w%w", err, errAbandoned)
-		if errors.Is(err, ErrDiskStalled) {
-			return nil, fmt.Errorf("%w: %w", ErrCannotRecover, err)
-		}
-		return nil, fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space, free files (inodes) and write permission in the data directory)", ErrCannotRecover, err)
+		return nil, cannotRecover(fmt.Errorf("%w%w", err, errAbandoned))
 	}
+}
+
+// cannotRecover is the error of an Open that failed with the store's
+// fatal error (err) while it recovered: for want of space or permission
+// unless the error says otherwise.
+func cannotRecover(err error) error {
+	if errors.Is(err, ErrDiskStalled) {
+		return fmt.Errorf("%w: %w", ErrCannotRecover, err)
+	}
+	if errors.Is(err, ErrCorruption) {
+		// A read during the open (a compaction, the replay's flush)
+		// found a damaged file: space and permissions are not the
+		// cause, and a retry does not cure it.
+		return fmt.Errorf("%w: %w; restore the data directory from a backup", ErrCannotRecover, err)
+	}
+	return fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space, free files (inodes) and write permission in the data directory)", ErrCannotRecover, err)
 }
 
 // commit commits b. A panic in Pebble's commit leaves its pipeline in an
