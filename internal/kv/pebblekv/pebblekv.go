@@ -253,6 +253,10 @@ func Open(dir string, o *Options) (*DB, error) {
 		cache.Unref()
 		return nil, err
 	}
+	if err := checkManifest(fs, dir); err != nil {
+		cache.Unref()
+		return nil, err
+	}
 	var claim *walClaim
 	if o.WALDir != "" {
 		c, err := claimWALDir(fs, dir, o.WALDir, o.ReadOnly)
