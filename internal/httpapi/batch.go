@@ -331,7 +331,16 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	if err := rc.authorizeKey(res.key); err != nil {
 		return err
 	}
-	q, _ := parseQuery(rawQuery)
+	// The GET reads its query string as Get Entity does: $select picks
+	// the properties, and a malformed query string or $select is 400.
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return errBadQueryParameter
+	}
+	sel, err := parseSelect(q)
+	if err != nil {
+		return err
+	}
 	meta, _ := negotiate(sr.Header.Get("Accept"), q, false)
 	var resp changeset.Response
 	e, err := s.store.GetEntity(rc.ctx, rc.account, res.table, res.key)
@@ -348,7 +357,7 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 			{Name: "DataServiceVersion", Value: "3.0;"},
 			{Name: "Content-Type", Value: meta.ContentType()},
 			{Name: "ETag", Value: e.ETag()},
-		}, Body: wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: meta, Base: rc.base, Account: rc.account, Table: res.table, Element: true})}
+		}, Body: wire.AppendEntity(nil, e, &wire.EntityOptions{Metadata: meta, Base: rc.base, Account: rc.account, Table: res.table, Element: true, Select: sel})}
 	}
 	resp.ContentID = sr.ContentID
 	bb, _ := changeset.NewBoundaries()

@@ -382,6 +382,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// errBadQueryParameter is the service's answer to a query string that does
+// not decode.
+var errBadQueryParameter = partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
+
 // parseQuery decodes a query string. A ';' is a character of a value, as
 // the service reads it ($format=application/json;odata=nometadata written
 // as in its documentation), not a separator, which net/url refuses.
@@ -401,7 +405,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	}
 	q, err := parseQuery(rawQuery)
 	if err != nil {
-		return partita.NewError(partita.CodeInvalidQueryParameterValue, "Value for one of the query parameters specified in the request URI is invalid.")
+		return errBadQueryParameter
 	}
 	rc.query = q
 	if q.Get("comp") != "" || q.Get("restype") != "" {

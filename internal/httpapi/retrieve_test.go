@@ -1,0 +1,52 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// retrieveBatch is a batch holding one GET of target (docs/COMPATIBILITY.md §8).
+func retrieveBatch(target string) []byte {
+	return []byte(strings.Join([]string{"--batch_r", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "",
+		"GET " + target + " HTTP/1.1", "Accept: application/json;odata=nometadata", "", "", "--batch_r--", ""}, "\r\n"))
+}
+
+// TestRetrieveBatchReadsQueryLikeGetEntity: the GET of a retrieve batch
+// reads its query string as Get Entity does. Its $select was ignored (every
+// property came back) and a malformed $select or query string passed,
+// where the same GET on its own selects, or is 400.
+func TestRetrieveBatchReadsQueryLikeGetEntity(t *testing.T) {
+	s := obsServer(t, Options{})
+	wantStatus(t, do(t, s, "POST", "", "/Tables", nil, []byte(`{"TableName":"retrieve"}`)), http.StatusCreated)
+	wantStatus(t, do(t, s, "POST", "", "/retrieve", map[string]string{"Prefer": "return-no-content"},
+		[]byte(`{"PartitionKey":"p","RowKey":"r","A":1,"B":"two"}`)), http.StatusNoContent)
+	batch := func(query string) (int, string) {
+		w := do(t, s, "POST", "", "/$batch", map[string]string{"Content-Type": "multipart/mixed; boundary=batch_r"},
+			retrieveBatch("http://127.0.0.1:10002/devstoreaccount1/retrieve(PartitionKey='p',RowKey='r')"+query))
+		return w.Code, w.Body.String()
+	}
+	for _, tt := range []struct {
+		query string
+		want  string // in the body of the 200 sub-response
+		not   string
+	}{
+		{"", `"A":1,"B":"two"`, ""},
+		{"?$select=A", `{"A":1}`, `"B"`},
+		{"?$select=B,Missing", `{"B":"two","Missing":null}`, `"A"`},
+		{"?$select=*", `"A":1,"B":"two"`, ""},
+	} {
+		code, body := batch(tt.query)
+		if code != http.StatusAccepted || !strings.Contains(body, "HTTP/1.1 200") || !strings.Contains(body, tt.want) ||
+			(tt.not != "" && strings.Contains(body, tt.not)) {
+			t.Errorf("retrieve%s: %d %s, want 202 with a 200 holding %s", tt.query, code, body, tt.want)
+		}
+	}
+	for _, query := range []string{"?$select=,", "?$select=A,,B", "?$select=%zz"} {
+		direct := do(t, s, "GET", "", "/retrieve(PartitionKey='p',RowKey='r')"+query, nil, nil)
+		code, body := batch(query)
+		if code != direct.Code || code != http.StatusBadRequest {
+			t.Errorf("retrieve%s: %d %s; Get Entity %d", query, code, body, direct.Code)
+		}
+	}
+}
