@@ -251,7 +251,10 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	if err != nil {
 		return o, err
 	}
-	q, _ := parseQuery(rawQuery)
+	q, err := parseQuery(rawQuery)
+	if err != nil {
+		return o, errBadQueryParameter
+	}
 	o.meta = rc.meta
 	if q.Get("$format") != "" {
 		o.meta, _ = negotiate("", q, false)

@@ -50,3 +50,25 @@ func TestRetrieveBatchReadsQueryLikeGetEntity(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesetRefusesBadQueryString: a write of a changeset whose query
+// string does not decode fails as the same write on its own does (400
+// InvalidQueryParameterValue), instead of being applied.
+func TestChangesetRefusesBadQueryString(t *testing.T) {
+	s := obsServer(t, Options{})
+	wantStatus(t, do(t, s, "POST", "", "/Tables", nil, []byte(`{"TableName":"badquery"}`)), http.StatusCreated)
+	direct := do(t, s, "POST", "", "/badquery?$format=%zz", nil, []byte(`{"PartitionKey":"p","RowKey":"direct"}`))
+	batch := strings.Join([]string{"--batch_q", "Content-Type: multipart/mixed; boundary=changeset_q", "",
+		"--changeset_q", "Content-Type: application/http", "Content-Transfer-Encoding: binary", "",
+		"POST http://127.0.0.1:10002/devstoreaccount1/badquery?$format=%zz HTTP/1.1", "Content-Type: application/json", "",
+		`{"PartitionKey":"p","RowKey":"batch"}`, "--changeset_q--", "--batch_q--", ""}, "\r\n")
+	w := do(t, s, "POST", "", "/$batch", map[string]string{"Content-Type": "multipart/mixed; boundary=batch_q"}, []byte(batch))
+	if direct.Code != http.StatusBadRequest || w.Code != http.StatusAccepted || !strings.Contains(w.Body.String(), "HTTP/1.1 400") ||
+		!strings.Contains(w.Body.String(), "InvalidQueryParameterValue") {
+		t.Errorf("insert with a bad query string: alone %d, in a changeset %d %s", direct.Code, w.Code, w.Body)
+	}
+	list := do(t, s, "GET", "", "/badquery()", nil, nil)
+	if strings.Contains(list.Body.String(), `"RowKey"`) {
+		t.Errorf("a write with a bad query string was applied: %s", list.Body)
+	}
+}
