@@ -54,7 +54,10 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 		if i := strings.IndexByte(name, '('); i >= 0 {
 			name = name[:i]
 		}
-		if i := strings.Index(strings.ToUpper(name), "%28"); i >= 0 {
+		// "%28" has no letters to fold. (An index into strings.ToUpper's
+		// result, whose length differs from name's for invalid UTF-8 or
+		// letters such as U+0250, cut name out of bounds: a panic, a 500.)
+		if i := strings.Index(name, "%28"); i >= 0 {
 			name = name[:i]
 		}
 		if _, err := url.PathUnescape(name); err != nil {

@@ -61,6 +61,11 @@ func TestParseResource(t *testing.T) {
 		{in: "t%28PartitionKey=%27a%27,RowKey=%27b%27", code: partita.CodeInvalidInput},
 		{in: "t%2", code: partita.CodeInvalidInput},
 		{in: "t(PartitionKey='%zz',RowKey='b')", code: partita.CodeInvalidInput},
+		// A bad escape before an escaped '(' whose text changes length in
+		// upper case (invalid UTF-8, U+0250): a panic once (FuzzParseResource).
+		{in: "%\x8c\x8c%28", code: partita.CodeInvalidInput},
+		{in: "%zz\u0250\u0250\u0250\u0250%28", code: partita.CodeInvalidInput},
+		{in: "t\u0250\u0250\u0250\u0250%28PartitionKey=%27%zz%27,RowKey=%27b%27%29", code: partita.CodeInvalidInput},
 	} {
 		r, err := parseResource(tt.in)
 		if tt.code != "" {
