@@ -14,6 +14,48 @@ type Table struct {
 	Name string
 }
 
+// FoldTableName returns the form in which table names are compared and
+// keyed. Names are case-insensitive in ASCII, the only letters a table name
+// can hold (docs/COMPATIBILITY.md §2), so only A-Z are lowered. Unicode case
+// mapping (strings.ToLower, strings.EqualFold) is not used: it would make a
+// name Create Table refuses denote a table that exists, "\u212Aay" (the
+// Kelvin sign) the table "kay" and "\u0130tems" the table "items".
+func FoldTableName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				if c := b[j]; 'A' <= c && c <= 'Z' {
+					b[j] = c + 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return name
+}
+
+// SameTable reports whether two table names denote the same table:
+// FoldTableName(a) == FoldTableName(b), without allocating.
+func SameTable(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
 // TableQuery asks for a page of an account's tables.
 type TableQuery struct {
 	Filter odata.Expr // on TableName only; nil for all

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
 )
 
@@ -644,7 +645,7 @@ func (s *SAS) Authorize(op Operation, table string) error {
 		if !r.entity {
 			return fmt.Errorf("%w: %v with a table SAS", ErrSASOperation, op)
 		}
-		if !strings.EqualFold(table, s.Table) {
+		if !partita.SameTable(table, s.Table) {
 			return fmt.Errorf("%w: table %q, SAS for %q", ErrSASTable, table, s.Table)
 		}
 	case AccountSAS:

@@ -366,6 +366,9 @@ func TestSAS_Authorize(t *testing.T) {
 		{"svc upsert a", svc("a"), OpInsertOrReplaceEntity, "mytable", ErrSASPermission},
 		{"svc upsert u", svc("u"), OpInsertOrMergeEntity, "mytable", ErrSASPermission},
 		{"svc other table", svc("raud"), OpGetEntity, "other", ErrSASTable},
+		// Table names fold in ASCII only: the Kelvin sign is not "k".
+		{"svc kelvin", &SAS{Kind: ServiceSAS, Table: "kay", Permissions: "r"}, OpGetEntity, "\u212Aay", ErrSASTable},
+		{"svc kelvin tn", &SAS{Kind: ServiceSAS, Table: "\u212Aay", Permissions: "r"}, OpGetEntity, "kay", ErrSASTable},
 		{"svc query tables", svc("raud"), OpQueryTables, "", ErrSASOperation},
 		{"svc create table", svc("raud"), OpCreateTable, "mytable", ErrSASOperation},
 		{"svc delete table", svc("raud"), OpDeleteTable, "mytable", ErrSASOperation},

@@ -86,7 +86,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, rc *reqCtx)
 	for i := range ops {
 		o := &ops[i]
 		switch {
-		case !strings.EqualFold(o.table, ops[0].table):
+		case !partita.SameTable(o.table, ops[0].table):
 			s.writeBatchFailure(w, rc, i, len(ops), o.contentID, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput))
 			return nil
 		case o.op.Entity.PartitionKey != ops[0].op.Entity.PartitionKey:

@@ -229,5 +229,5 @@ func (c *aclCache) init(s *Server) {
 // aclCacheKey is the cache's key for a table (table names are
 // case-insensitive).
 func aclCacheKey(account, table string) string {
-	return account + "\x00" + strings.ToLower(table)
+	return account + "\x00" + partita.FoldTableName(table)
 }

@@ -73,7 +73,7 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 		return resource{}, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 	}
 	if !hasArgs {
-		if strings.EqualFold(tname, "Tables") {
+		if partita.SameTable(tname, "Tables") {
 			return resource{kind: resTables}, nil
 		}
 		return resource{kind: resEntities, table: tname}, nil
@@ -82,7 +82,7 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 		return resource{}, errQuerySyntax
 	}
 	decoded := args[:len(args)-1]
-	if strings.EqualFold(tname, "Tables") {
+	if partita.SameTable(tname, "Tables") {
 		if decoded == "" {
 			return resource{kind: resTables}, nil
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/partita/partita"
@@ -122,7 +121,7 @@ func Check(ctx context.Context, db kv.DB, o CheckOptions) (*CheckReport, error) 
 				switch {
 				case ValidateTableName(t.name) != nil:
 					rep.problem(o.MaxProblems, "catalog key %q: invalid table name %q", k, t.name)
-				case strings.ToLower(t.name) != lower:
+				case partita.FoldTableName(t.name) != lower:
 					rep.problem(o.MaxProblems, "catalog key %q: table name %q does not match its key", k, t.name)
 				case t.state != stateActive && t.state != stateDeleting:
 					rep.problem(o.MaxProblems, "catalog key %q: unknown state %d", k, t.state)

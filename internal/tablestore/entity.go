@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/internal/kv"
@@ -76,7 +75,7 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 		return nil, false, nil
 	}
 	id := hint.(*tableRecord).id
-	ck := catalogKey(account, strings.ToLower(tableName))
+	ck := catalogKey(account, partita.FoldTableName(tableName))
 	vals, err := mg.GetMany([][]byte{ck, entityKey(nil, id, key.PartitionKey, key.RowKey)})
 	if err != nil {
 		return nil, false, err
@@ -218,7 +217,7 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 	t := hint.(*tableRecord)
 	e := op.Entity
 	w := kv.CondWrite{
-		GuardKey:   catalogKey(account, strings.ToLower(tableName)),
+		GuardKey:   catalogKey(account, partita.FoldTableName(tableName)),
 		GuardValue: t.raw,
 		Key:        entityKey(nil, t.id, e.PartitionKey, e.RowKey),
 	}

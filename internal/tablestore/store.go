@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,7 +186,7 @@ func decodeCatalogEntry(k, v []byte) (*tableRecord, error) {
 
 // readTable reads a catalog entry; nil when there is none.
 func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
-	k := catalogKey(account, strings.ToLower(name))
+	k := catalogKey(account, partita.FoldTableName(name))
 	v, err := r.Get(k)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
@@ -259,7 +258,7 @@ func (s *Store) tick(after int64) int64 {
 
 // ValidateTableName checks a table name for Create Table.
 func ValidateTableName(name string) error {
-	if strings.EqualFold(name, "tables") {
+	if partita.SameTable(name, "tables") {
 		return partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 	}
 	if name == "" {
@@ -279,7 +278,7 @@ func ValidateTableName(name string) error {
 	return nil
 }
 
-func catalogName(account, name string) string { return account + "\x00" + strings.ToLower(name) }
+func catalogName(account, name string) string { return account + "\x00" + partita.FoldTableName(name) }
 
 // CreateTable implements partita.Store.
 func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.Table, error) {
@@ -313,7 +312,7 @@ func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.
 		if err := tx.Set(nextIDKey, binary.AppendUvarint(nil, id+1)); err != nil {
 			return err
 		}
-		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&tableRecord{id: id, name: name}))
+		return tx.Set(catalogKey(account, partita.FoldTableName(name)), encodeTableRecord(&tableRecord{id: id, name: name}))
 	})
 	if dropped != nil {
 		// A drop whose purge no process here runs: its DeleteTable's
@@ -354,7 +353,7 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 		d := *t
 		d.state = stateDeleting
 		dropped = &d
-		return tx.Set(catalogKey(account, strings.ToLower(name)), encodeTableRecord(&d))
+		return tx.Set(catalogKey(account, partita.FoldTableName(name)), encodeTableRecord(&d))
 	})
 	s.cache.Delete(catalogName(account, name))
 	s.forgetHint(catalogName(account, name))
@@ -472,7 +471,7 @@ func (s *Store) purge(ctx context.Context, t *tableRecord) error {
 			if err != nil || cur == nil || cur.id != t.id {
 				return err // re-created or already purged by another front end
 			}
-			return tx.Delete(catalogKey(t.account, strings.ToLower(t.name)))
+			return tx.Delete(catalogKey(t.account, partita.FoldTableName(t.name)))
 		})
 	}
 	return err
@@ -504,7 +503,7 @@ func (s *Store) QueryTables(ctx context.Context, account string, q partita.Table
 	}
 	var page partita.TablePage
 	prefix := catalogPrefix(account)
-	lo := append(bytes.Clone(prefix), strings.ToLower(q.NextTableName)...)
+	lo := append(bytes.Clone(prefix), partita.FoldTableName(q.NextTableName)...)
 	hi := append(bytes.Clone(prefix[:len(prefix)-1]), 0x01)
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		it, err := r.NewIter(kv.IterOptions{LowerBound: lo, UpperBound: hi})
