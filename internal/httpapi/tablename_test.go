@@ -36,3 +36,15 @@ func TestBatchTablesFoldInASCII(t *testing.T) {
 	}
 	wantStatus(t, do(t, s, "GET", "", "/Tables('kay')", nil, nil), http.StatusOK)
 }
+
+// TestDeleteWithoutIfMatch: a Delete Entity without If-Match is taken as
+// If-Match: * (docs/COMPATIBILITY.md): it deletes the entity, and a
+// missing entity is 404.
+func TestDeleteWithoutIfMatch(t *testing.T) {
+	s := obsServer(t, Options{})
+	wantStatus(t, do(t, s, "POST", "", "/Tables", nil, []byte(`{"TableName":"del"}`)), http.StatusCreated)
+	wantStatus(t, do(t, s, "POST", "", "/del", nil, []byte(`{"PartitionKey":"p","RowKey":"r"}`)), http.StatusCreated)
+	wantStatus(t, do(t, s, "DELETE", "", "/del(PartitionKey='p',RowKey='r')", nil, nil), http.StatusNoContent)
+	wantStatus(t, do(t, s, "GET", "", "/del(PartitionKey='p',RowKey='r')", nil, nil), http.StatusNotFound)
+	wantStatus(t, do(t, s, "DELETE", "", "/del(PartitionKey='p',RowKey='r')", nil, nil), http.StatusNotFound)
+}
