@@ -88,6 +88,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"atom accept", "GET", tbl + "()", "", map[string]string{"Accept": "application/atom+xml"}, 415, "AtomFormatNotSupported"},
 		{"xml accept", "GET", tbl + "()", "", map[string]string{"Accept": "application/xml"}, 415, "AtomFormatNotSupported"},
 		{"xml accept on insert", "POST", tbl, `{"PartitionKey":"p","RowKey":"r"}`, map[string]string{"Accept": "application/xml"}, 415, "AtomFormatNotSupported"},
+		{"atom $format", "GET", tbl + "()?$format=" + url.QueryEscape("application/atom+xml"), "", nil, 415, "AtomFormatNotSupported"},
 		{"create table without name", "POST", "/" + devAccount + "/Tables", `{}`, nil, 400, "InvalidInput"},
 		{"create table bad json", "POST", "/" + devAccount + "/Tables", `{"TableName":`, nil, 400, "InvalidInput"},
 		// The body's member is TableName, by its exact name, once.

@@ -257,7 +257,9 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 	}
 	o.meta = rc.meta
 	if q.Get("$format") != "" {
-		o.meta, _ = negotiate("", q, false)
+		if o.meta, err = negotiate("", q, false); err != nil {
+			return o, err // $format=atom: 415, as on its own
+		}
 	}
 	o.prefer = prefer(sr.Header)
 	o.table = res.table

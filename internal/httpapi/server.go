@@ -527,17 +527,17 @@ func (s *Server) claims(rc *reqCtx, b *budget) []claim {
 }
 
 // negotiate picks the JSON metadata level from $format or, without it,
-// the Accept header. On entity and table operations an Accept of
-// application/atom+xml or application/xml asks for Atom, which partita
-// does not serve (415); the XML operations (xmlOp: comp=, restype=)
-// answer XML whatever is asked.
+// the Accept header. On entity and table operations a $format of Atom, or
+// an Accept that names application/atom+xml or application/xml and no
+// JSON (nor */*), asks for Atom, which partita does not serve (415); the
+// XML operations (xmlOp: comp=, restype=) answer XML whatever is asked.
 func negotiate(accept string, q url.Values, xmlOp bool) (wire.Metadata, error) {
 	f := q.Get("$format")
 	if f == "" {
 		f = accept
-		if !xmlOp && (strings.HasPrefix(f, "application/atom+xml") || strings.HasPrefix(f, "application/xml")) {
-			return 0, partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
-		}
+	}
+	if !xmlOp && asksAtom(f) {
+		return 0, partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
 	}
 	switch {
 	case strings.Contains(f, "odata=nometadata"):
@@ -546,6 +546,17 @@ func negotiate(accept string, q url.Values, xmlOp bool) (wire.Metadata, error) {
 		return wire.FullMetadata, nil
 	}
 	return wire.MinimalMetadata, nil
+}
+
+// asksAtom reports whether a $format or Accept value asks for Atom only:
+// it names atom (the $format shorthand), application/atom+xml or
+// application/xml, and no JSON media type or */* that partita could
+// answer with instead.
+func asksAtom(f string) bool {
+	if f == "" || strings.Contains(f, "json") || strings.Contains(f, "*/*") {
+		return false
+	}
+	return f == "atom" || strings.Contains(f, "application/atom+xml") || strings.Contains(f, "application/xml")
 }
 
 // readBody reads the request body, at most limit bytes. It first
