@@ -21,6 +21,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Options configure an Advisor. Zero values take the defaults.
@@ -490,7 +491,14 @@ const maxKeyShown = 128
 // more than 128 bytes of one.
 func clip(s string) string {
 	if len(s) > maxKeyShown {
-		s = s[:maxKeyShown]
+		// Cut at the start of a character, so that no key shown ends in
+		// part of one (two keys would then look alike, or a JSON encoder
+		// would make the part U+FFFD).
+		n := maxKeyShown
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n]
 	}
 	return strings.Clone(s)
 }

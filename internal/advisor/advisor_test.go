@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // clock is a settable time for the tests.
@@ -381,5 +382,20 @@ func TestAdvisor_ChurnOverMaxTables(t *testing.T) {
 	a.Write("acct", "late", "p", "r", false, 0)
 	if _, ok := (*a.tables.Load())[tableID{"acct", "late"}]; !ok || a.Tables() != 8 {
 		t.Errorf("a new table after the others went idle: tracked %v, %d tables", ok, a.Tables())
+	}
+}
+
+// A long key is cut for display at the start of a character, never in
+// the middle of one.
+func TestClipKeepsCharactersWhole(t *testing.T) {
+	for pad := 0; pad < 4; pad++ {
+		k := strings.Repeat("a", pad) + strings.Repeat("\u20ac", 100) // 3 bytes each
+		c := clip(k)
+		if !utf8.ValidString(c) || len(c) > maxKeyShown || len(c) < maxKeyShown-3 || !strings.HasPrefix(k, c) {
+			t.Errorf("clip of a %d-byte key: %d bytes, valid %v", len(k), len(c), utf8.ValidString(c))
+		}
+	}
+	if c := clip("short"); c != "short" {
+		t.Errorf("clip(short) = %q", c)
 	}
 }
