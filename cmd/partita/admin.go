@@ -125,6 +125,24 @@ func operatorOnly(next http.Handler, ln net.Listener) http.Handler {
 	})
 }
 
+// noCrossSiteReads refuses, on the pprof listener, GETs a web page makes
+// too: operatorOnly lets cross-site GETs through, which cannot read the
+// answer, but on pprof a GET is work: an <img> pointing at
+// /debug/pprof/profile?seconds=86400 or /trace starts a day-long profile
+// that holds the process's one CPU profiler. go tool pprof and curl send
+// neither Origin nor Sec-Fetch-Site; a browser sends "none" for an
+// address typed in, and "same-origin" for pprof's own index links.
+func noCrossSiteReads(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		site := r.Header.Get("Sec-Fetch-Site")
+		if site != "" && site != "none" && site != "same-origin" || site == "" && r.Header.Get("Origin") != "" {
+			http.Error(w, "refused: a request from another site's web page; pprof is for the machine's operators", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // loopbackConn reports whether r came over a loopback connection: on a
 // listener on every address (0.0.0.0, [::]) a web page's DNS-rebound name
 // reaches it through 127.0.0.1 as well.

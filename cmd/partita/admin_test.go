@@ -88,3 +88,33 @@ func TestOperatorOnly(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// TestPprofRefusesCrossSiteReads: on the pprof listener a GET from another
+// site's page (which could start a day-long CPU profile) is refused; go
+// tool pprof, curl, an address typed in and pprof's own links are served.
+func TestPprofRefusesCrossSiteReads(t *testing.T) {
+	var served atomic.Int32
+	h := noCrossSiteReads(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served.Add(1) }))
+	for _, c := range []struct {
+		header map[string]string
+		want   int
+	}{
+		{nil, 200}, // go tool pprof, curl
+		{map[string]string{"Sec-Fetch-Site": "none"}, 200},
+		{map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:6060"}, 200},
+		{map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{map[string]string{"Origin": "https://evil.example"}, 403}, // a browser without Sec-Fetch-*
+	} {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:6060/debug/pprof/profile?seconds=86400", nil)
+		for k, v := range c.header {
+			r.Header.Set(k, v)
+		}
+		before := served.Load()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != c.want || (served.Load() > before) != (c.want == 200) {
+			t.Errorf("GET with %v: %d (served %v), want %d", c.header, w.Code, served.Load() > before, c.want)
+		}
+	}
+}

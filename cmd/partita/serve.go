@@ -474,7 +474,7 @@ func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 		return fmt.Errorf("--pprof: %w", err)
 	}
 	fx.onFatal(func() { pl.Close() })
-	srv := &http.Server{Handler: operatorOnly(mux, pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
+	srv := &http.Server{Handler: operatorOnly(noCrossSiteReads(mux), pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
 	go srv.Serve(limitConnections(pl, adminConnections))
 	log.Info("pprof listening", "addr", pl.Addr().String())
 	return nil
