@@ -54,3 +54,15 @@ func TestNegotiate(t *testing.T) {
 		}
 	}
 }
+
+func TestValidVersion(t *testing.T) {
+	for v, want := range map[string]bool{
+		"2019-02-02": true, "2025-11-05": true, "2031-01-01": true, "2020-12-31": true,
+		"9999-99-99": false, "2020-00-10": false, "2020-13-01": false, "2020-01-00": false, "2020-01-32": false,
+		"2020-1-01": false, "20200101": false, "yesterday": false, "2020-01-0x": false, "": false,
+	} {
+		if validVersion(v) != want {
+			t.Errorf("validVersion(%q) = %v, want %v", v, !want, want)
+		}
+	}
+}

@@ -216,7 +216,8 @@ func newRequestID() string {
 	return string(out[:])
 }
 
-// validVersion accepts any YYYY-MM-DD x-ms-version.
+// validVersion accepts any x-ms-version that is a date, YYYY-MM-DD: the
+// versions SDKs newer than partita send are dates too.
 func validVersion(v string) bool {
 	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
 		return false
@@ -226,7 +227,9 @@ func validVersion(v string) bool {
 			return false
 		}
 	}
-	return true
+	month := int(v[5]-'0')*10 + int(v[6]-'0')
+	day := int(v[8]-'0')*10 + int(v[9]-'0')
+	return month >= 1 && month <= 12 && day >= 1 && day <= 31
 }
 
 // splitAccount finds the account and the resource path, path style or
