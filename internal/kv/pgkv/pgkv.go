@@ -430,17 +430,35 @@ func condSQL(w kv.CondWrite) (string, []any) {
 }
 
 func (db *DB) DeleteRange(ctx context.Context, start, end []byte) error {
-	if err := db.enter(); err != nil {
-		return err
-	}
-	defer db.leave()
 	// Delete in chunks so a huge range never holds one long transaction.
+	//
+	// Each chunk is a SERIALIZABLE transaction of its own (retried like
+	// any Update), not a statement at the session's default isolation:
+	// PostgreSQL checks serializable conflicts only among serializable
+	// transactions, and a plain DELETE took no part in them. A write that
+	// had read its table's catalog record as live before Delete Table
+	// committed, and was slow to commit, then wrote its rows after the
+	// purge had swept the range (they were not there to be seen), and
+	// committed: its rows stayed under the dropped table's id for good,
+	// after a 2xx answer. As a serializable transaction the chunk's read
+	// of the range conflicts with that write, whose read of the catalog
+	// record conflicts with the drop, and PostgreSQL aborts one of them;
+	// the write, run again, finds the table gone (TableNotFound).
 	for {
-		tag, err := db.pool.Exec(ctx, `DELETE FROM partita_kv WHERE k IN (SELECT k FROM partita_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 5000)`, start, end)
+		var n int64
+		err := db.Update(ctx, func(t kv.Txn) error {
+			tx := t.(*txn).tx
+			tag, err := tx.Exec(ctx, `DELETE FROM partita_kv WHERE k IN (SELECT k FROM partita_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT 5000)`, start, end)
+			if err != nil {
+				return classifyCtx(ctx, err)
+			}
+			n = tag.RowsAffected()
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("pgkv: delete range: %w", classifyCtx(ctx, err))
+			return fmt.Errorf("pgkv: delete range: %w", err)
 		}
-		if tag.RowsAffected() == 0 {
+		if n == 0 {
 			return nil
 		}
 	}

@@ -1,0 +1,229 @@
+package tablestore_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partita/partita"
+	"github.com/partita/partita/edm"
+	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/pgkv"
+	"github.com/partita/partita/internal/kv/pgkv/pgtest"
+	"github.com/partita/partita/internal/tablestore"
+)
+
+// pausingDB holds a transaction between its reads and its commit: once fn
+// has run (it has read the catalog record and the entities, and buffered
+// its writes), the first transaction after arm is called reports on read
+// and waits for release. It models a front end slowed between the two
+// (a GC pause, a loaded machine, a slow network to the database). It has
+// no conditional writes, so every write runs as a transaction.
+type pausingDB struct {
+	kv.DB
+	mu      sync.Mutex
+	read    chan struct{}
+	release chan struct{}
+}
+
+func (p *pausingDB) arm() (read, release chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.read, p.release = make(chan struct{}), make(chan struct{})
+	return p.read, p.release
+}
+
+func (p *pausingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	return p.DB.Update(ctx, func(tx kv.Txn) error {
+		err := fn(tx)
+		p.mu.Lock()
+		read, release := p.read, p.release
+		p.read = nil
+		p.mu.Unlock()
+		if read != nil {
+			close(read)
+			<-release
+		}
+		return err
+	})
+}
+
+// TestStore_SharedDropRacingSlowWriter: two front ends over one PostgreSQL
+// database. A write through one of them has read the table's catalog
+// record (active) and is slow to commit; meanwhile the table is dropped
+// through the other, whose purge sweeps the table's rows and removes its
+// catalog record. The write must then fail (TableNotFound, when run again)
+// or have landed before the sweep: no row may be left under the dropped
+// table's id, where nothing ever reads or removes it again (partita check
+// reports such rows). Before the purge's deletes ran SERIALIZABLE, a plain
+// DELETE did not take part in PostgreSQL's serializable conflict checks,
+// and the slow write committed its row after the sweep.
+func TestStore_SharedDropRacingSlowWriter(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	openDB := func() kv.DB {
+		db, err := pgkv.Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	raw := openDB()
+	// PostgreSQL's serializable checks lock index pages, not only rows:
+	// in a database of a few rows, the catalog record, the ACL key and the
+	// entities share one page, and a read of one conflicts with writes of
+	// any other, which hides the race. Filler rows (keys the store never
+	// reads) put them on pages of their own, as in any real database.
+	fill(t, raw, []byte{0x02, 'z'})        // between the catalog and the entities
+	fill(t, raw, []byte{0x03, 0xff, 0xff}) // between the entities and the ACLs
+	slow := &pausingDB{DB: openDB()}
+	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := tablestore.Open(ctx, openDB(), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	ent := func(pk, rk string) *partita.Entity {
+		return &partita.Entity{PartitionKey: pk, RowKey: rk, Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(1)}}}
+	}
+	cases := []struct {
+		name  string
+		write func(table string) error
+	}{
+		{"InsertOrReplaceNew", func(table string) error {
+			_, err := a.Write(ctx, "acct", table, partita.Op{Kind: partita.OpInsertOrReplace, Entity: ent("p", "new")})
+			return err
+		}},
+		{"InsertOrMergeNew", func(table string) error {
+			_, err := a.Write(ctx, "acct", table, partita.Op{Kind: partita.OpInsertOrMerge, Entity: ent("p", "new")})
+			return err
+		}},
+		{"MergeExisting", func(table string) error {
+			_, err := a.Write(ctx, "acct", table, partita.Op{Kind: partita.OpMerge, If: partita.Condition{Kind: partita.IfExists}, Entity: ent("p", "old")})
+			return err
+		}},
+		{"ReplaceExisting", func(table string) error {
+			_, err := a.Write(ctx, "acct", table, partita.Op{Kind: partita.OpReplace, If: partita.Condition{Kind: partita.IfExists}, Entity: ent("p", "old")})
+			return err
+		}},
+		{"Batch", func(table string) error {
+			_, err := a.WriteBatch(ctx, "acct", table, []partita.Op{
+				{Kind: partita.OpInsert, Entity: ent("p", "new1")},
+				{Kind: partita.OpInsertOrReplace, Entity: ent("p", "old")},
+				{Kind: partita.OpInsert, Entity: ent("p", "new2")},
+			})
+			return err
+		}},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			table := fmt.Sprintf("race%d", i)
+			if _, err := b.CreateTable(ctx, "acct", table); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Write(ctx, "acct", table, partita.Op{Kind: partita.OpInsert, Entity: ent("p", "old")}); err != nil {
+				t.Fatal(err)
+			}
+			read, release := slow.arm()
+			done := make(chan error, 1)
+			go func() { done <- c.write(table) }()
+			select {
+			case <-read:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the write did not reach its commit")
+			}
+			if err := b.DeleteTable(ctx, "acct", table); err != nil {
+				t.Fatal(err)
+			}
+			// The drop's purge runs to its end while the write waits: the
+			// catalog record goes last.
+			for deadline := time.Now().Add(10 * time.Second); catalogHas(t, raw, "acct", table); time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the dropped table was not purged")
+				}
+			}
+			close(release)
+			err := <-done
+			var be *partita.BatchError
+			if errors.As(err, &be) {
+				err = be.Err
+			}
+			if err != nil && partita.ErrorCode(err) != partita.CodeTableNotFound {
+				t.Fatalf("the slow write: %v (want success or TableNotFound)", err)
+			}
+			if n := orphanRows(t, raw); n != 0 {
+				t.Fatalf("the slow write (err %v) left %d rows under a dropped table's id", err, n)
+			}
+		})
+	}
+}
+
+// fill writes 2,000 rows under prefix, of 200 bytes each.
+func fill(t *testing.T, db kv.DB, prefix []byte) {
+	t.Helper()
+	err := db.Update(ctx, func(tx kv.Txn) error {
+		for i := 0; i < 2000; i++ {
+			if err := tx.Set(binary.BigEndian.AppendUint32(bytes.Clone(prefix), uint32(i)), make([]byte, 200)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// catalogHas reports whether the catalog holds a record (live or dropped)
+// for the table, read around any store (keys.go's layout).
+func catalogHas(t *testing.T, db kv.DB, account, table string) bool {
+	t.Helper()
+	k := append([]byte{0x01}, account...)
+	k = append(append(k, 0), partita.FoldTableName(table)...)
+	err := db.View(ctx, func(r kv.Reader) error { _, err := r.Get(k); return err })
+	if err != nil && !errors.Is(err, kv.ErrNotFound) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// orphanRows counts the entity rows whose table id no catalog record holds
+// (keys.go's layout: 0x01 account 0x00 name → 1 state id(8) name, and
+// 0x03 id(8) … for entities).
+func orphanRows(t *testing.T, db kv.DB) int {
+	t.Helper()
+	ids := map[uint64]bool{}
+	n := 0
+	err := db.View(ctx, func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{LowerBound: []byte{0x01}, UpperBound: []byte{0x04}})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			k, v := it.Key(), it.Value()
+			switch {
+			case k[0] == 0x01 && len(v) >= 10:
+				ids[binary.BigEndian.Uint64(v[2:10])] = true
+			case k[0] == 0x03 && len(k) >= 9 && k[1] != 0xff && !ids[binary.BigEndian.Uint64(k[1:9])]:
+				n++
+				t.Logf("orphan row %q", bytes.Clone(k))
+			}
+		}
+		return it.Error()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
