@@ -227,3 +227,100 @@ func orphanRows(t *testing.T, db kv.DB) int {
 	}
 	return n
 }
+
+// TestStore_SharedWriteRacingOneStatementDelete: a write that needs the
+// entity (a merge, a replace with If-Match: *, a batch) has read it through
+// one front end and is slow to commit; meanwhile the entity is deleted
+// through another, with the one-statement conditional delete. The write
+// must then fail (ResourceNotFound when run again), never bring the
+// deleted entity back: two writes conditioned on the same version (the
+// delete's ETag, the merge's existence) cannot both succeed. Before, the
+// transaction's upsert found no row to conflict with, and PostgreSQL's
+// serializable checks leave the delete (a READ COMMITTED statement) out,
+// so the merge was acknowledged and the entity re-created.
+func TestStore_SharedWriteRacingOneStatementDelete(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	openDB := func() kv.DB {
+		db, err := pgkv.Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	slow := &pausingDB{DB: openDB()}
+	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := tablestore.Open(ctx, openDB(), tablestore.Options{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTable(ctx, "acct", "race"); err != nil {
+		t.Fatal(err)
+	}
+	ent := func(rk string) *partita.Entity {
+		return &partita.Entity{PartitionKey: "p", RowKey: rk, Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(1)}}}
+	}
+	cases := []struct {
+		name  string
+		write func(rk string, etag int64) error
+	}{
+		{"MergeETag", func(rk string, etag int64) error {
+			_, err := a.Write(ctx, "acct", "race", partita.Op{Kind: partita.OpMerge, If: partita.Condition{Kind: partita.IfETag, Ticks: etag}, Entity: ent(rk)})
+			return err
+		}},
+		{"MergeAny", func(rk string, _ int64) error {
+			_, err := a.Write(ctx, "acct", "race", partita.Op{Kind: partita.OpMerge, If: partita.Condition{Kind: partita.IfExists}, Entity: ent(rk)})
+			return err
+		}},
+		{"ReplaceAny", func(rk string, _ int64) error {
+			_, err := a.Write(ctx, "acct", "race", partita.Op{Kind: partita.OpReplace, If: partita.Condition{Kind: partita.IfExists}, Entity: ent(rk)})
+			return err
+		}},
+		{"BatchMerge", func(rk string, etag int64) error {
+			_, err := a.WriteBatch(ctx, "acct", "race", []partita.Op{
+				{Kind: partita.OpMerge, If: partita.Condition{Kind: partita.IfETag, Ticks: etag}, Entity: ent(rk)},
+				{Kind: partita.OpInsertOrReplace, Entity: ent(rk + "x")},
+			})
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rk := c.name
+			res, err := b.Write(ctx, "acct", "race", partita.Op{Kind: partita.OpInsert, Entity: ent(rk)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, release := slow.arm()
+			done := make(chan error, 1)
+			go func() { done <- c.write(rk, res.Timestamp) }()
+			select {
+			case <-read:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the write did not reach its commit")
+			}
+			// Through the other front end, which has seen the table: one
+			// statement, conditioned on the version the slow write read.
+			if _, err := b.Write(ctx, "acct", "race", partita.Op{Kind: partita.OpDelete, If: partita.Condition{Kind: partita.IfETag, Ticks: res.Timestamp}, Entity: &partita.Entity{PartitionKey: "p", RowKey: rk}}); err != nil {
+				t.Fatal(err)
+			}
+			close(release)
+			err = <-done
+			var be *partita.BatchError
+			if errors.As(err, &be) {
+				err = be.Err
+			}
+			if partita.ErrorCode(err) != partita.CodeResourceNotFound {
+				t.Errorf("the slow write after the entity's delete: %v (want ResourceNotFound)", err)
+			}
+			if e, err := b.GetEntity(ctx, "acct", "race", partita.Key{PartitionKey: "p", RowKey: rk}); err == nil {
+				t.Errorf("the deleted entity is back: %+v", e)
+			}
+		})
+	}
+}

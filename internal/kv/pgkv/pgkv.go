@@ -272,6 +272,9 @@ const rollbackTimeout = 5 * time.Second
 // retryable reports a serialization failure or deadlock: the transaction
 // may succeed when run again.
 func retryable(err error) bool {
+	if errors.Is(err, errRowGone) {
+		return true
+	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return pgErr.Code == "40001" || pgErr.Code == "40P01"
@@ -330,7 +333,7 @@ func (db *DB) update(ctx context.Context, fn func(kv.Txn) error) (err error) {
 			cancel()
 		}
 	}()
-	t := &txn{reader: reader{ctx: ctx, q: tx}, tx: tx, pending: map[string]*[]byte{}}
+	t := &txn{reader: reader{ctx: ctx, q: tx, seen: map[string]struct{}{}}, tx: tx, pending: map[string]*[]byte{}}
 	if err := fn(t); err != nil {
 		if t.dbErr != nil {
 			return t.dbErr
@@ -492,6 +495,16 @@ type reader struct {
 	// runs in, and end finishes it.
 	pool *pgxpool.Pool
 	tx   pgx.Tx
+	// seen, in a write transaction's reader, holds the keys its reads
+	// found present (txn.flush).
+	seen map[string]struct{}
+}
+
+// saw records that the reader found key present.
+func (r *reader) saw(key []byte) {
+	if r.seen != nil {
+		r.seen[string(key)] = struct{}{}
+	}
 }
 
 // snapshot makes the reader's statements from now on read one snapshot: an
@@ -530,6 +543,7 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgkv: get: %w", classifyCtx(r.ctx, err))
 	}
+	r.saw(key)
 	return v, nil
 }
 
@@ -547,6 +561,7 @@ func (r *reader) GetMany(keys [][]byte) ([][]byte, error) {
 			return nil, fmt.Errorf("pgkv: get many: %w", classifyCtx(r.ctx, err))
 		}
 		found[string(k)] = v
+		r.saw(k)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("pgkv: get many: %w", classifyCtx(r.ctx, err))
@@ -629,6 +644,7 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		}
 		it.keys = append(it.keys, k)
 		it.vals = append(it.vals, v)
+		it.r.saw(k)
 		size += len(k) + len(v)
 	}
 	rows.Close()
@@ -741,21 +757,61 @@ func (t *txn) flush() error {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys) // a fixed order keeps concurrent writers from deadlocking
+	// A key the transaction read as present is written with UPDATE, not
+	// the upsert: the one-statement conditional writes (CondWrite) and the
+	// purge's deletes run outside this transaction's serializable checks,
+	// and an upsert of a row one of them had deleted since this
+	// transaction's snapshot found nothing to conflict with and inserted
+	// it anew. A merge conditioned on the version a conditional delete
+	// had just removed so succeeded too, and brought the entity back.
+	// UPDATE of the version this transaction saw fails with a
+	// serialization failure when another writer, at any isolation, has
+	// updated or deleted it since; the transaction runs again and sees
+	// the change.
 	b := &pgx.Batch{}
-	for _, k := range keys {
-		if v := t.pending[k]; v == nil {
+	update := make([]bool, len(keys))
+	for i, k := range keys {
+		_, present := t.seen[k]
+		switch v := t.pending[k]; {
+		case v == nil:
 			b.Queue(`DELETE FROM partita_kv WHERE k = $1`, []byte(k))
-		} else {
+			delete(t.seen, k)
+		case present:
+			update[i] = true
+			b.Queue(`UPDATE partita_kv SET v = $2 WHERE k = $1`, []byte(k), *v)
+		default:
 			b.Queue(`INSERT INTO partita_kv (k, v) VALUES ($1, $2) ON CONFLICT (k) DO UPDATE SET v = excluded.v`, []byte(k), *v)
+			t.seen[k] = struct{}{}
 		}
 	}
 	t.pending = map[string]*[]byte{}
-	if err := t.tx.SendBatch(t.reader.ctx, b).Close(); err != nil {
-		t.dbErr = fmt.Errorf("pgkv: write: %w", classifyCtx(t.reader.ctx, err))
-		return t.dbErr
+	br := t.tx.SendBatch(t.reader.ctx, b)
+	var err error
+	for i := range keys {
+		tag, e := br.Exec()
+		if e != nil {
+			err = fmt.Errorf("pgkv: write: %w", classifyCtx(t.reader.ctx, e))
+			break
+		}
+		if update[i] && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("pgkv: write: %w", errRowGone)
+			break
+		}
+	}
+	if e := br.Close(); e != nil && err == nil {
+		err = fmt.Errorf("pgkv: write: %w", classifyCtx(t.reader.ctx, e))
+	}
+	if err != nil {
+		t.dbErr = err
+		return err
 	}
 	return nil
 }
+
+// errRowGone is a row the transaction read that its UPDATE did not find:
+// PostgreSQL reports a version deleted since the snapshot as a
+// serialization failure, so this is a safeguard, retried the same way.
+var errRowGone = errors.New("a row the transaction read is gone")
 
 // dsnSetsPoolSize reports whether dsn sets pool_max_conns, in either form
 // (URL or key=value): pgxpool takes it out of the parsed configuration, so
