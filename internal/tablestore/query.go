@@ -3,6 +3,7 @@ package tablestore
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/partita/partita"
@@ -27,7 +28,7 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 	pg := &page{ctx: ctx, q: q, top: top, fn: fn, deadline: s.opts.Now().Add(s.opts.ScanTimeBudget)}
 	pg.info.Class = plan.Class
 	err := s.db.View(ctx, func(r kv.Reader) error {
-		t, err := s.table(r, account, tableName)
+		t, err := s.queryTable(r, account, tableName)
 		if err != nil {
 			return err
 		}
@@ -57,6 +58,40 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 		return nil
 	})
 	return pg.info, err
+}
+
+// queryTable is table for a query. On a shared store the catalog record is
+// read with an iterator, not a point read, so that it and the query's scans
+// read one snapshot: an engine's View takes its snapshot at its first
+// iterator (pgkv), and a record read before it by a statement of its own
+// could be followed by a drop and a purge before the scan, which then
+// returned an empty table, or part of one, as the table's contents.
+func (s *Store) queryTable(r kv.Reader, account, tableName string) (*tableRecord, error) {
+	if !s.opts.Shared {
+		return s.table(r, account, tableName)
+	}
+	k := catalogKey(account, partita.FoldTableName(tableName))
+	it, err := r.NewIter(kv.IterOptions{LowerBound: k, UpperBound: append(bytes.Clone(k), 0)})
+	if err != nil {
+		return nil, err
+	}
+	var t *tableRecord
+	if it.First() {
+		if t, err = decodeCatalogEntry(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return nil, err
+		}
+	}
+	err = it.Error()
+	it.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	if t == nil || t.state != stateActive {
+		s.forgetHint(catalogName(account, tableName))
+		return nil, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
+	}
+	return t, nil
 }
 
 // page is one page of a query, carried across the key ranges of its plan.
