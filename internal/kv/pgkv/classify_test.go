@@ -27,6 +27,9 @@ func TestClassifyCodes(t *testing.T) {
 		"53300": true,  // too many connections
 		"25006": true,  // read-only transaction: not the primary
 		"40003": true,  // CockroachDB's ambiguous result, outside a commit
+		"25P03": true,  // idle_in_transaction_session_timeout ended the session
+		"25P04": true,  // transaction_timeout (PostgreSQL 17) ended the session
+		"55P03": true,  // lock_timeout: a statement waited too long for a row
 		"40001": false, // serialization failure: retried, not unavailable
 		"23505": false, // unique violation
 	} {

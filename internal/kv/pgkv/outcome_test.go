@@ -146,3 +146,85 @@ func TestLostCommitOutcomeUnknown(t *testing.T) {
 		notTaken(t, "a commit on a session the server ended", err)
 	})
 }
+
+// TestServerTimeoutsAreUnavailable: the server's own time limits, which an
+// operator may set for partita's role or database, end a write that was
+// not committed: idle_in_transaction_session_timeout ends the session of a
+// transaction left idle (a front end stalled between its statements,
+// SQLSTATE 25P03), lock_timeout ends a statement that waited too long for
+// a row another session holds (55P03). Both are kv.ErrUnavailable (503
+// ServerBusy, which clients retry), and nothing is written. Before, they
+// were unclassified errors: 500 InternalError.
+func TestServerTimeoutsAreUnavailable(t *testing.T) {
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	direct := open(t, dsn)
+	defer direct.Close()
+	notTaken := func(t *testing.T, what, key string, err error) {
+		t.Helper()
+		if !errors.Is(err, kv.ErrUnavailable) || errors.Is(err, kv.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v (want kv.ErrUnavailable: nothing was committed)", what, err)
+		}
+		err = direct.View(ctx, func(r kv.Reader) error { _, err := r.Get([]byte(key)); return err })
+		if !errors.Is(err, kv.ErrNotFound) {
+			t.Errorf("%s: %s after the failed write: %v (want not found)", what, key, err)
+		}
+	}
+	withOption := func(opt string) string {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Del("options")
+		u.RawQuery = q.Encode()
+		if u.RawQuery != "" {
+			u.RawQuery += "&"
+		}
+		u.RawQuery += "options=" + strings.ReplaceAll(url.QueryEscape("-c "+opt), "+", "%20") // pgx takes + literally
+		return u.String()
+	}
+
+	t.Run("IdleInTransaction", func(t *testing.T) {
+		db := open(t, withOption("idle_in_transaction_session_timeout=100"))
+		defer db.Close()
+		err := db.Update(ctx, func(tx kv.Txn) error {
+			tx.Get([]byte("idle"))
+			time.Sleep(400 * time.Millisecond) // a front end stalled mid-transaction
+			return tx.Set([]byte("idle"), []byte("v"))
+		})
+		notTaken(t, "a transaction ended by idle_in_transaction_session_timeout", "idle", err)
+	})
+
+	t.Run("LockTimeout", func(t *testing.T) {
+		if err := direct.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("held"), []byte("0")) }); err != nil {
+			t.Fatal(err)
+		}
+		holder, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close(ctx)
+		htx, err := holder.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer htx.Rollback(ctx)
+		if _, err := htx.Exec(ctx, `SELECT 1 FROM partita_kv WHERE k = $1 FOR UPDATE`, []byte("held")); err != nil {
+			t.Fatal(err)
+		}
+		db := open(t, withOption("lock_timeout=100"))
+		defer db.Close()
+		err = db.Update(ctx, func(tx kv.Txn) error {
+			if err := tx.Set([]byte("locked"), []byte("v")); err != nil {
+				return err
+			}
+			return tx.Set([]byte("held"), []byte("1"))
+		})
+		notTaken(t, "a transaction whose write waited past lock_timeout", "locked", err)
+		_, err = db.CondWrite(ctx, kv.CondWrite{Key: []byte("held"), Value: []byte("2"), GuardKey: []byte("held"), GuardValue: []byte("0")})
+		if !errors.Is(err, kv.ErrUnavailable) || errors.Is(err, kv.ErrOutcomeUnknown) {
+			t.Errorf("a conditional write that waited past lock_timeout: %v (want kv.ErrUnavailable)", err)
+		}
+	})
+}

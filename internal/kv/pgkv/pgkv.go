@@ -216,6 +216,19 @@ func classify(err error) error {
 			// in UTF-8 when they do not compress.
 			return fmt.Errorf("%w: %v", kv.ErrKeyTooLarge, err)
 		}
+		switch pgErr.Code {
+		case "25P03", "25P04", "55P03":
+			// The server's own time limits, which an operator may set
+			// for partita's role or database: idle_in_transaction_
+			// session_timeout (a front end stalled inside a transaction)
+			// and PostgreSQL 17's transaction_timeout end the session
+			// of a transaction that had not committed; lock_timeout ends
+			// a statement that waited for a row another session held,
+			// and its transaction. Nothing is committed: the store is
+			// busy for this request (503 ServerBusy), not broken (they
+			// were 500 InternalError).
+			return fmt.Errorf("%w: %v", kv.ErrUnavailable, err)
+		}
 		if pgErr.Code == sqlstateReadOnly {
 			// Not the primary (any more): the write is refused whole, and
 			// another host will take it once it is found.
