@@ -53,6 +53,18 @@ func (p *pausingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	})
 }
 
+// openPG opens the engine on dsn, as one front end does, until the test
+// ends; each call is another front end with a pool of its own.
+func openPG(t *testing.T, dsn string) kv.DB {
+	t.Helper()
+	db, err := pgkv.Open(ctx, dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestStore_SharedDropRacingSlowWriter: two front ends over one PostgreSQL
 // database. A write through one of them has read the table's catalog
 // record (active) and is slow to commit; meanwhile the table is dropped
@@ -65,15 +77,7 @@ func (p *pausingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 // and the slow write committed its row after the sweep.
 func TestStore_SharedDropRacingSlowWriter(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	openDB := func() kv.DB {
-		db, err := pgkv.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	raw := openDB()
+	raw := openPG(t, dsn)
 	// PostgreSQL's serializable checks lock index pages, not only rows:
 	// in a database of a few rows, the catalog record, the ACL key and the
 	// entities share one page, and a read of one conflicts with writes of
@@ -81,13 +85,13 @@ func TestStore_SharedDropRacingSlowWriter(t *testing.T) {
 	// reads) put them on pages of their own, as in any real database.
 	fill(t, raw, []byte{0x02, 'z'})        // between the catalog and the entities
 	fill(t, raw, []byte{0x03, 0xff, 0xff}) // between the entities and the ACLs
-	slow := &pausingDB{DB: openDB()}
+	slow := &pausingDB{DB: openPG(t, dsn)}
 	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := tablestore.Open(ctx, openDB(), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
+	b, err := tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,21 +244,13 @@ func orphanRows(t *testing.T, db kv.DB) int {
 // so the merge was acknowledged and the entity re-created.
 func TestStore_SharedWriteRacingOneStatementDelete(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	openDB := func() kv.DB {
-		db, err := pgkv.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	slow := &pausingDB{DB: openDB()}
+	slow := &pausingDB{DB: openPG(t, dsn)}
 	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := tablestore.Open(ctx, openDB(), tablestore.Options{Shared: true})
+	b, err := tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,22 +369,14 @@ func (r pausingReader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
 // and the scan's snapshot began after it.
 func TestStore_SharedQueryRacingDrop(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
-	openDB := func() kv.DB {
-		db, err := pgkv.Open(ctx, dsn, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	raw := openDB()
-	slow := &pausingViewDB{DB: openDB()}
+	raw := openPG(t, dsn)
+	slow := &pausingViewDB{DB: openPG(t, dsn)}
 	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := tablestore.Open(ctx, openDB(), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
+	b, err := tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
