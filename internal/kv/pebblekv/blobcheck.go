@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -40,7 +39,7 @@ func checkBlobFiles(ctx context.Context, db *pebble.DB) error {
 		name := fmt.Sprintf("%s.blob", phys.FileNum)
 		meta, ok := onDisk[num]
 		if !ok {
-			bad[num] = fmt.Errorf("blob file %s is missing", name)
+			bad[num] = &blobFileError{name, errors.New("is missing")}
 			continue
 		}
 		if meta.IsRemote() {
@@ -48,22 +47,22 @@ func checkBlobFiles(ctx context.Context, db *pebble.DB) error {
 		}
 		size, err := prov.Size(meta)
 		if err != nil {
-			bad[num] = fmt.Errorf("blob file %s: %w", name, err)
+			bad[num] = &blobFileError{name, fmt.Errorf("cannot be read: %w", err)}
 			continue
 		}
 		if uint64(size) != phys.Size {
-			bad[num] = fmt.Errorf("blob file %s is %d bytes long, the MANIFEST says %d", name, size, phys.Size)
+			bad[num] = &blobFileError{name, fmt.Errorf("is %d bytes long, the MANIFEST says %d", size, phys.Size)}
 			continue
 		}
 		r, err := prov.OpenForReading(ctx, meta.FileType, meta.DiskFileNum, objstorage.OpenOptions{})
 		if err != nil {
-			bad[num] = fmt.Errorf("blob file %s: %w", name, err)
+			bad[num] = &blobFileError{name, fmt.Errorf("cannot be read: %w", err)}
 			continue
 		}
 		fr, err := blob.NewFileReader(ctx, r, blob.FileReaderOptions{})
 		if err != nil {
 			r.Close()
-			bad[num] = fmt.Errorf("blob file %s: %w", name, err)
+			bad[num] = &blobFileError{name, fmt.Errorf("cannot be read: %w", err)}
 			continue
 		}
 		fr.Close()
@@ -107,10 +106,17 @@ func (d *DB) unopenableBlob() {
 	path := d.dirs[0]
 	if err == nil {
 		err = fmt.Errorf("%w: a blob file of the store cannot be opened", ErrCorruption)
-	} else if m := blobName.FindString(err.Error()); m != "" {
-		path = d.fs.PathJoin(d.dirs[0], m)
+	} else if bf := (*blobFileError)(nil); errors.As(err, &bf) {
+		path = d.fs.PathJoin(d.dirs[0], bf.name)
 	}
 	d.fatal.corruptFile(path, err)
 }
 
-var blobName = regexp.MustCompile(`[0-9]+\.blob`)
+// blobFileError is what is wrong with one blob file, by its name.
+type blobFileError struct {
+	name string // 000012.blob
+	err  error
+}
+
+func (e *blobFileError) Error() string { return "blob file " + e.name + " " + e.err.Error() }
+func (e *blobFileError) Unwrap() error { return e.err }
