@@ -26,29 +26,39 @@ import (
 // no conditional writes, so every write runs as a transaction.
 type pausingDB struct {
 	kv.DB
+	pause
+}
+
+// pause is a one-shot gate: after arm, the first call to wait reports
+// on read and blocks until release is closed; other calls pass.
+type pause struct {
 	mu      sync.Mutex
 	read    chan struct{}
 	release chan struct{}
 }
 
-func (p *pausingDB) arm() (read, release chan struct{}) {
+func (p *pause) arm() (read, release chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.read, p.release = make(chan struct{}), make(chan struct{})
 	return p.read, p.release
 }
 
+func (p *pause) wait() {
+	p.mu.Lock()
+	read, release := p.read, p.release
+	p.read = nil
+	p.mu.Unlock()
+	if read != nil {
+		close(read)
+		<-release
+	}
+}
+
 func (p *pausingDB) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	return p.DB.Update(ctx, func(tx kv.Txn) error {
 		err := fn(tx)
-		p.mu.Lock()
-		read, release := p.read, p.release
-		p.read = nil
-		p.mu.Unlock()
-		if read != nil {
-			close(read)
-			<-release
-		}
+		p.wait()
 		return err
 	})
 }
@@ -325,16 +335,7 @@ func TestStore_SharedWriteRacingOneStatementDelete(t *testing.T) {
 // iterator over entities (after its catalog read).
 type pausingViewDB struct {
 	kv.DB
-	mu      sync.Mutex
-	read    chan struct{}
-	release chan struct{}
-}
-
-func (p *pausingViewDB) arm() (read, release chan struct{}) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.read, p.release = make(chan struct{}), make(chan struct{})
-	return p.read, p.release
+	pause
 }
 
 func (p *pausingViewDB) View(ctx context.Context, fn func(kv.Reader) error) error {
@@ -348,14 +349,7 @@ type pausingReader struct {
 
 func (r pausingReader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
 	if len(o.LowerBound) > 0 && o.LowerBound[0] == 0x03 {
-		r.p.mu.Lock()
-		read, release := r.p.read, r.p.release
-		r.p.read = nil
-		r.p.mu.Unlock()
-		if read != nil {
-			close(read)
-			<-release
-		}
+		r.p.wait()
 	}
 	return r.Reader.NewIter(o)
 }
