@@ -90,31 +90,42 @@ func TestOperatorOnly(t *testing.T) {
 }
 
 // TestPprofRefusesCrossSiteReads: on the pprof listener a GET from another
-// site's page (which could start a day-long CPU profile) is refused; go
+// site's page (which could start a day-long CPU profile; here a 1 s one,
+// so that a listener without the guard fails the test quickly) is refused; go
 // tool pprof, curl, an address typed in and pprof's own links are served.
 func TestPprofRefusesCrossSiteReads(t *testing.T) {
-	var served atomic.Int32
-	h := noCrossSiteReads(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served.Add(1) }))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(pprofHandler(ln))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
 	for _, c := range []struct {
+		path   string
 		header map[string]string
 		want   int
 	}{
-		{nil, 200}, // go tool pprof, curl
-		{map[string]string{"Sec-Fetch-Site": "none"}, 200},
-		{map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://127.0.0.1:6060"}, 200},
-		{map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
-		{map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
-		{map[string]string{"Origin": "https://evil.example"}, 403}, // a browser without Sec-Fetch-*
+		{"/debug/pprof/", nil, 200}, // go tool pprof, curl
+		{"/debug/pprof/", map[string]string{"Sec-Fetch-Site": "none"}, 200},
+		{"/debug/pprof/symbol", map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": srv.URL}, 200},
+		{"/debug/pprof/profile?seconds=1", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"/debug/pprof/trace?seconds=1", map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{"/debug/pprof/profile?seconds=1", map[string]string{"Origin": "https://evil.example"}, 403}, // a browser without Sec-Fetch-*
 	} {
-		r := httptest.NewRequest("GET", "http://127.0.0.1:6060/debug/pprof/profile?seconds=86400", nil)
+		req, _ := http.NewRequest("GET", srv.URL+c.path, nil)
 		for k, v := range c.header {
-			r.Header.Set(k, v)
+			req.Header.Set(k, v)
 		}
-		before := served.Load()
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != c.want || (served.Load() > before) != (c.want == 200) {
-			t.Errorf("GET with %v: %d (served %v), want %d", c.header, w.Code, served.Load() > before, c.want)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET %s with %v: %d, want %d", c.path, c.header, resp.StatusCode, c.want)
 		}
 	}
 }

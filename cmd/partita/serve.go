@@ -464,20 +464,26 @@ func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 	if addr == "" {
 		return nil
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	pl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--pprof: %w", err)
 	}
 	fx.onFatal(func() { pl.Close() })
-	srv := &http.Server{Handler: operatorOnly(noCrossSiteReads(mux), pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
+	srv := &http.Server{Handler: pprofHandler(pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
 	go srv.Serve(limitConnections(pl, adminConnections))
 	log.Info("pprof listening", "addr", pl.Addr().String())
 	return nil
+}
+
+// pprofHandler serves net/http/pprof on ln to the machine's operators
+// (operatorOnly, noCrossSiteReads).
+func pprofHandler(ln net.Listener) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	return operatorOnly(noCrossSiteReads(mux), ln)
 }
 
 // listenAndServe serves handler on --addr until ctx ends (SIGINT or
