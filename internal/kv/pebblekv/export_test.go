@@ -86,3 +86,14 @@ func SetBufferTableWrites(on bool) (restore func()) {
 	bufferTableWrites = on
 	return func() { bufferTableWrites = old }
 }
+
+// SetScanFlushPolicy sets the thresholds of the scan-triggered flush until
+// restore is called.
+func SetScanFlushPolicy(minHidden int, minUnflushed uint64, interval time.Duration) (restore func()) {
+	old := scanFlushPolicy
+	scanFlushPolicy.minHidden, scanFlushPolicy.minUnflushed, scanFlushPolicy.interval = minHidden, minUnflushed, interval
+	return func() { scanFlushPolicy = old }
+}
+
+// ScanFlushes returns how many flushes scans have asked d for.
+func ScanFlushes(d *DB) int64 { return d.scanFlush.started.Load() }

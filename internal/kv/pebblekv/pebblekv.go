@@ -164,6 +164,9 @@ type DB struct {
 	fs      vfs.FS      // Options.FS, unwrapped
 
 	walClaim *walClaim // the lock of Options.WALDir, when apart
+
+	readOnly  bool
+	scanFlush scanFlusher
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -320,7 +323,7 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o.NoSync {
 		wo = pebble.NoSync
 	}
-	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher, fs: fs, walClaim: claim}
+	d := &DB{db: db, wo: wo, dirs: []string{dir}, minFree: o.MinFreeBytes, stop: make(chan struct{}), fatal: fatal, watcher: watcher, fs: fs, walClaim: claim, readOnly: o.ReadOnly}
 	opened = true
 	if o.WALDir != "" {
 		d.dirs = append(d.dirs, o.WALDir)
@@ -661,6 +664,16 @@ func (it *iter) Value() []byte {
 		return nil
 	}
 	return v
+}
+
+// Close tells the store how many dead versions the iterator stepped over
+// (scanFlusher) before closing it.
+func (it *iter) Close() error {
+	if it.d != nil {
+		st := it.Iterator.Stats()
+		it.d.steppedOver(st.ForwardStepCount[pebble.InternalIterCall], st.ForwardStepCount[pebble.InterfaceCall])
+	}
+	return it.Iterator.Close()
 }
 
 func (it *iter) Error() error {
