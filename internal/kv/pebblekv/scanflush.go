@@ -39,7 +39,6 @@ var scanFlushPolicy = struct {
 func (d *DB) steppedOver(internal, user int) {
 	p := scanFlushPolicy
 	hidden := internal - user
-
 	// Cheap tests first: this runs as every iterator closes.
 	if hidden < p.minHidden || 2*hidden < user || d.readOnly {
 		return
@@ -52,14 +51,16 @@ func (d *DB) steppedOver(internal, user int) {
 	if !d.scanFlush.last.CompareAndSwap(last, now) {
 		return // another scan got there first
 	}
+	// Once an interval, whatever it finds: Metrics takes Pebble's lock.
+	// Iterators close inside View and Update (Pebble refuses to close a
+	// store with one open), so the store is open here.
 	if d.db.Metrics().WAL.Size < p.minUnflushed {
 		return
 	}
 	d.scanFlush.started.Add(1)
 	// The flush goes on in the background: AsyncFlush can wait for room
-	// (a write stall), and the scan that asked has its answer ready.
-	// The caller holds closeMu shared, so the store is open here; the
-	// goroutine takes its own hold (Close waits for it).
+	// (a write stall), and the scan that asked has its answer ready. The
+	// goroutine takes its own hold on the store (Close waits for it).
 	go func() {
 		if d.enter() != nil {
 			return
