@@ -75,6 +75,24 @@ func openPG(t *testing.T, dsn string) kv.DB {
 	return db
 }
 
+// frontEnds opens two front ends over the database at dsn: a through slow
+// (an engine the test pauses), b through an engine of its own, whose purge
+// of a dropped table retries quickly. Both close when the test ends.
+func frontEnds(t *testing.T, slow kv.DB, dsn string) (a, b *tablestore.Store) {
+	t.Helper()
+	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err = tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return a, b
+}
+
 // TestStore_SharedDropRacingSlowWriter: two front ends over one PostgreSQL
 // database. A write through one of them has read the table's catalog
 // record (active) and is slow to commit; meanwhile the table is dropped
@@ -96,16 +114,7 @@ func TestStore_SharedDropRacingSlowWriter(t *testing.T) {
 	fill(t, raw, []byte{0x02, 'z'})        // between the catalog and the entities
 	fill(t, raw, []byte{0x03, 0xff, 0xff}) // between the entities and the ACLs
 	slow := &pausingDB{DB: openPG(t, dsn)}
-	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := frontEnds(t, slow, dsn)
 
 	ent := func(pk, rk string) *partita.Entity {
 		return &partita.Entity{PartitionKey: pk, RowKey: rk, Properties: []partita.Property{{Name: "N", Value: edm.Int32Value(1)}}}
@@ -255,16 +264,7 @@ func orphanRows(t *testing.T, db kv.DB) int {
 func TestStore_SharedWriteRacingOneStatementDelete(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	slow := &pausingDB{DB: openPG(t, dsn)}
-	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := frontEnds(t, slow, dsn)
 	if _, err := b.CreateTable(ctx, "acct", "race"); err != nil {
 		t.Fatal(err)
 	}
@@ -365,16 +365,7 @@ func TestStore_SharedQueryRacingDrop(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	raw := openPG(t, dsn)
 	slow := &pausingViewDB{DB: openPG(t, dsn)}
-	a, err := tablestore.Open(ctx, slow, tablestore.Options{Shared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := tablestore.Open(ctx, openPG(t, dsn), tablestore.Options{Shared: true, PurgeRetry: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := frontEnds(t, slow, dsn)
 	if _, err := b.CreateTable(ctx, "acct", "qtable"); err != nil {
 		t.Fatal(err)
 	}
