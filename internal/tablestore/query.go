@@ -3,7 +3,6 @@ package tablestore
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/partita/partita"
@@ -61,37 +60,15 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 }
 
 // queryTable is table for a query. On a shared store the catalog record is
-// read with an iterator, not a point read, so that it and the query's scans
-// read one snapshot: an engine's View takes its snapshot at its first
-// iterator (pgkv), and a record read before it by a statement of its own
-// could be followed by a drop and a purge before the scan, which then
-// returned an empty table, or part of one, as the table's contents.
+// read in the query's snapshot (readTableInSnapshot): read by a statement
+// of its own, it could be followed by a drop and a purge before the scan,
+// which then returned an empty table, or part of one, as the table's
+// contents.
 func (s *Store) queryTable(r kv.Reader, account, tableName string) (*tableRecord, error) {
-	if !s.opts.Shared {
-		return s.table(r, account, tableName)
+	if s.opts.Shared {
+		return s.liveTable(r, account, tableName, readTableInSnapshot)
 	}
-	k := catalogKey(account, partita.FoldTableName(tableName))
-	it, err := r.NewIter(kv.IterOptions{LowerBound: k, UpperBound: append(bytes.Clone(k), 0)})
-	if err != nil {
-		return nil, err
-	}
-	var t *tableRecord
-	if it.First() {
-		if t, err = decodeCatalogEntry(it.Key(), it.Value()); err != nil {
-			it.Close()
-			return nil, err
-		}
-	}
-	err = it.Error()
-	it.Close()
-	if err != nil {
-		return nil, fmt.Errorf("read catalog: %w", err)
-	}
-	if t == nil || t.state != stateActive {
-		s.forgetHint(catalogName(account, tableName))
-		return nil, partita.NewError(partita.CodeTableNotFound, partita.MsgTableNotFound)
-	}
-	return t, nil
+	return s.table(r, account, tableName)
 }
 
 // page is one page of a query, carried across the key ranges of its plan.

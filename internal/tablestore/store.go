@@ -194,6 +194,30 @@ func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read catalog: %w", err)
 	}
+	return decodeTable(k, v)
+}
+
+// readTableInSnapshot is readTable through an iterator instead of a point
+// read: an engine's View takes its snapshot at its first iterator (pgkv),
+// so the record and the scans that follow it read one snapshot.
+func readTableInSnapshot(r kv.Reader, account, name string) (*tableRecord, error) {
+	k := catalogKey(account, partita.FoldTableName(name))
+	it, err := r.NewIter(kv.IterOptions{LowerBound: k, UpperBound: append(bytes.Clone(k), 0)})
+	if err != nil {
+		return nil, fmt.Errorf("read catalog: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		if err := it.Error(); err != nil {
+			return nil, fmt.Errorf("read catalog: %w", err)
+		}
+		return nil, nil
+	}
+	return decodeTable(k, it.Value())
+}
+
+// decodeTable decodes the catalog record v of key k, keeping a copy of v.
+func decodeTable(k, v []byte) (*tableRecord, error) {
 	t, err := decodeCatalogEntry(k, v)
 	if t != nil {
 		t.raw = bytes.Clone(v)
@@ -204,13 +228,18 @@ func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
 // table returns the live table record, from the cache when the store is
 // not shared. The returned record must not be modified.
 func (s *Store) table(r kv.Reader, account, name string) (*tableRecord, error) {
+	return s.liveTable(r, account, name, readTable)
+}
+
+// liveTable is table, reading the record with read when it is not cached.
+func (s *Store) liveTable(r kv.Reader, account, name string, read func(kv.Reader, string, string) (*tableRecord, error)) (*tableRecord, error) {
 	cn := catalogName(account, name)
 	if !s.opts.Shared {
 		if t, ok := s.cache.Load(cn); ok {
 			return t.(*tableRecord), nil
 		}
 	}
-	t, err := readTable(r, account, name)
+	t, err := read(r, account, name)
 	if err != nil {
 		return nil, err
 	}
