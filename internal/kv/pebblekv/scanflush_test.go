@@ -106,8 +106,9 @@ func TestScanOverDeadVersionsFlushesMemtable(t *testing.T) {
 	}
 }
 
-// No flush for scans that step over nothing dead, over too little, or
-// that find too little data in the memtable, nor on a read-only store.
+// No flush for scans that step over nothing dead, over too few dead
+// versions or too few for the keys they gave, or that find too little data
+// in the memtable, nor on a read-only store.
 func TestScanFlushNeedsDeadVersionsAndData(t *testing.T) {
 	defer pebblekv.SetScanFlushPolicy(1000, 1<<20, 0)()
 	dir := t.TempDir()
@@ -123,6 +124,10 @@ func TestScanFlushNeedsDeadVersionsAndData(t *testing.T) {
 	writeVersions(t, db, 500, 1) // 500 dead versions among 3,000 keys: under minHidden
 	if _, _ = scanSteps(t, db); pebblekv.ScanFlushes(db) != 0 {
 		t.Fatalf("500 dead versions: %d flushes asked for, want 0", pebblekv.ScanFlushes(db))
+	}
+	writeVersions(t, db, 900, 1) // 1,400 dead versions, fewer than one for two keys
+	if internal, user := scanSteps(t, db); internal-user < 1000 || pebblekv.ScanFlushes(db) != 0 {
+		t.Fatalf("%d dead versions among %d keys: %d flushes asked for, want 0", internal-user, user, pebblekv.ScanFlushes(db))
 	}
 
 	// Enough dead versions, but less in the memtable than minUnflushed.
