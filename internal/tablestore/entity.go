@@ -75,7 +75,7 @@ func (s *Store) sharedPointRead(r kv.Reader, account, tableName string, key part
 		return nil, false, nil
 	}
 	id := hint.(*tableRecord).id
-	ck := catalogKey(account, partita.FoldTableName(tableName))
+	ck := catalogKey(account, tableName)
 	vals, err := mg.GetMany([][]byte{ck, entityKey(nil, id, key.PartitionKey, key.RowKey)})
 	if err != nil {
 		return nil, false, err
@@ -217,7 +217,7 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 	t := hint.(*tableRecord)
 	e := op.Entity
 	w := kv.CondWrite{
-		GuardKey:   catalogKey(account, partita.FoldTableName(tableName)),
+		GuardKey:   catalogKey(account, tableName),
 		GuardValue: t.raw,
 		Key:        entityKey(nil, t.id, e.PartitionKey, e.RowKey),
 	}

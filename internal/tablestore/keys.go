@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 
+	"github.com/partita/partita"
 	"github.com/partita/partita/odata"
 )
 
@@ -68,8 +69,10 @@ func catalogPrefix(account string) []byte {
 	return append(b, 0x00)
 }
 
-func catalogKey(account, lowerName string) []byte {
-	return append(catalogPrefix(account), lowerName...)
+// catalogKey is the key of a table's catalog record: its name folded as
+// the service compares table names (partita.FoldTableName).
+func catalogKey(account, name string) []byte {
+	return append(catalogPrefix(account), partita.FoldTableName(name)...)
 }
 
 func tablePrefix(id uint64) []byte {

@@ -186,7 +186,7 @@ func decodeCatalogEntry(k, v []byte) (*tableRecord, error) {
 
 // readTable reads a catalog entry; nil when there is none.
 func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
-	k := catalogKey(account, partita.FoldTableName(name))
+	k := catalogKey(account, name)
 	v, err := r.Get(k)
 	if errors.Is(err, kv.ErrNotFound) {
 		return nil, nil
@@ -201,7 +201,7 @@ func readTable(r kv.Reader, account, name string) (*tableRecord, error) {
 // read: an engine's View takes its snapshot at its first iterator (pgkv),
 // so the record and the scans that follow it read one snapshot.
 func readTableInSnapshot(r kv.Reader, account, name string) (*tableRecord, error) {
-	k := catalogKey(account, partita.FoldTableName(name))
+	k := catalogKey(account, name)
 	it, err := r.NewIter(kv.IterOptions{LowerBound: k, UpperBound: append(bytes.Clone(k), 0)})
 	if err != nil {
 		return nil, fmt.Errorf("read catalog: %w", err)
@@ -341,7 +341,7 @@ func (s *Store) CreateTable(ctx context.Context, account, name string) (partita.
 		if err := tx.Set(nextIDKey, binary.AppendUvarint(nil, id+1)); err != nil {
 			return err
 		}
-		return tx.Set(catalogKey(account, partita.FoldTableName(name)), encodeTableRecord(&tableRecord{id: id, name: name}))
+		return tx.Set(catalogKey(account, name), encodeTableRecord(&tableRecord{id: id, name: name}))
 	})
 	if dropped != nil {
 		// A drop whose purge no process here runs: its DeleteTable's
@@ -382,7 +382,7 @@ func (s *Store) DeleteTable(ctx context.Context, account, name string) error {
 		d := *t
 		d.state = stateDeleting
 		dropped = &d
-		return tx.Set(catalogKey(account, partita.FoldTableName(name)), encodeTableRecord(&d))
+		return tx.Set(catalogKey(account, name), encodeTableRecord(&d))
 	})
 	s.cache.Delete(catalogName(account, name))
 	s.forgetHint(catalogName(account, name))
@@ -500,7 +500,7 @@ func (s *Store) purge(ctx context.Context, t *tableRecord) error {
 			if err != nil || cur == nil || cur.id != t.id {
 				return err // re-created or already purged by another front end
 			}
-			return tx.Delete(catalogKey(t.account, partita.FoldTableName(t.name)))
+			return tx.Delete(catalogKey(t.account, t.name))
 		})
 	}
 	return err
