@@ -432,7 +432,7 @@ func TestCheckDamagedFiles(t *testing.T) {
 		t.Skip("partita check reads the embedded engine's store")
 	}
 	write := func(t *testing.T, dir string) (biggestSST string, blobs []string) {
-		db, err := pebblekv.Open(dir, &pebblekv.Options{MemTableSize: 1 << 20, MinFreeBytes: -1, NoSync: true})
+		db, err := pebblekv.Open(dir, &pebblekv.Options{MemTableSize: 1 << 20, MinFreeBytes: -1, NoSync: true, SeparateValues: true}) // as stores written before 2026-11-27
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -244,7 +244,7 @@ func (w *plWriter) next() *plOp {
 }
 
 // plPad is a string of 200 to 2,000 characters that depends on seq, so
-// that values of either side of Pebble's value separation threshold occur.
+// that several values share a 4 KiB block or one value fills half of it.
 func plPad(seq int64) string {
 	n := 200 + int(uint64(seq)%1800)
 	return strings.Repeat(fmt.Sprintf("%016x", seq), n/16+1)[:n]

@@ -33,7 +33,7 @@ func TestUnreadableValues(t *testing.T) {
 		return nil
 	})}
 	open := func() (*tablestore.Store, func()) {
-		db, err := pebblekv.Open("db", &pebblekv.Options{FS: errorfs.Wrap(mem, blobReads), MemTableSize: 1 << 20, MinFreeBytes: -1, NoSync: true})
+		db, err := pebblekv.Open("db", &pebblekv.Options{FS: errorfs.Wrap(mem, blobReads), MemTableSize: 1 << 20, MinFreeBytes: -1, NoSync: true, SeparateValues: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,7 +130,7 @@ func fixtureClock() func() time.Time {
 // order, and returns f with each entity's Timestamp.
 func writeFixtureDir(t *testing.T, dir string, f fixture) fixture {
 	t.Helper()
-	db, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, MemTableSize: 128 << 10, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	db, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, MemTableSize: 128 << 10, SeparateValues: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func blobStore(t *testing.T) (*pebblekv.Options, vfs.FS, []string) {
 	t.Helper()
 	mem := vfs.NewMem()
-	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1, SeparateValues: true}
 	writeValues(t, opts, 4096, 1024)
 	names, _ := mem.List("db")
 	var blobs []string

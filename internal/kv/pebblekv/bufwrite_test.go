@@ -288,7 +288,7 @@ func (f countingFile) Write(p []byte) (int, error) {
 // time.
 func TestStoreGathersTableWrites(t *testing.T) {
 	fs := &countingFS{FS: vfs.NewMem(), writes: map[string]int{}, bytes: map[string]int{}}
-	db, err := Open("db", &Options{FS: fs, NoSync: true, MinFreeBytes: -1})
+	db, err := Open("db", &Options{FS: fs, NoSync: true, MinFreeBytes: -1, SeparateValues: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,16 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// SetValueSeparation switches value separation for the stores opened
-// until restore is called (benchmarks compare both). PARTITA_VALUESEP
-// overrides fields of the policy that on uses, for experiments:
-// "depth=3,age=0s,garbage=0.1,min=256".
+// benchSeparate is what SetValueSeparation last set.
+var benchSeparate bool
+
+// SetValueSeparation says whether the stores benchmarks open until restore
+// is called keep values apart (Options.SeparateValues; benchmarks compare
+// both: ValueSeparationSet). PARTITA_VALUESEP overrides fields of the
+// policy that on uses, for experiments: "depth=3,age=0s,garbage=0.1,min=256".
 func SetValueSeparation(on bool) (restore func()) {
-	old := valueSeparation
-	if !on {
-		valueSeparation = pebble.ValueSeparationPolicy{}
-	}
+	old, oldOn := valueSeparation, benchSeparate
+	benchSeparate = on
 	for _, kv := range strings.Split(os.Getenv("PARTITA_VALUESEP"), ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		if !on || k == "" {
@@ -38,8 +39,11 @@ func SetValueSeparation(on bool) (restore func()) {
 			panic("PARTITA_VALUESEP: unknown field " + k)
 		}
 	}
-	return func() { valueSeparation = old }
+	return func() { valueSeparation, benchSeparate = old, oldOn }
 }
+
+// ValueSeparationSet reports what SetValueSeparation last set.
+func ValueSeparationSet() bool { return benchSeparate }
 
 // SetBlockSize sets the block size of the stores opened until restore is
 // called (benchmarks compare sizes).

@@ -74,6 +74,10 @@ type Options struct {
 	// If it does return (tests), the goroutine that hit the error blocks
 	// forever, so that Pebble never carries on with a broken pipeline.
 	OnFatal func(err error)
+	// SeparateValues keeps values of 256 bytes or more in blob files, as
+	// every store written before 2026-11-27 did (valueSeparation). Off by
+	// default; tests use it to make stores of that shape.
+	SeparateValues bool
 }
 
 // ErrFatal wraps the error given to Options.OnFatal.
@@ -103,21 +107,29 @@ var ErrNoStore = errors.New("holds no partita store")
 // fails for want of space or permission: Pebble would retry forever.
 var ErrCannotRecover = errors.New("cannot recover the store")
 
-// valueSeparation is the policy of Open (benchmarks replace it:
-// export_test.go). Pebble v2.1 lists value separation under
-// Options.Experimental; CockroachDB, Pebble's own production user, turns it
-// on by default since v25.4 (storage.value_separation.enabled). Values of
-// 256 bytes or more (most entities) go to blob files that compactions
-// reference instead of rewriting. What it buys, side by side in this
-// package's benchmarks (docs/PERFORMANCE.md, "Value separation, side by
-// side"): a table scan after each entity has been rewritten 17 times costs
-// 270–620 ns of CPU per entity instead of 1.7–2.2 µs (without it every dead
-// version's value sits inline in the sstables the scan walks through), and
-// point gets on that table are as fast or faster (1.5–1.6 M/s against
-// 0.8–1.5 M/s). Earlier, at the server, it raised $batch throughput by
-// ~35% (docs/PERFORMANCE.md, "What each change bought"). Blob files are
-// part of the store's format (StoreVersion 1): directories written with it
-// must stay readable whatever this policy becomes.
+// valueSeparation is the policy of stores opened with
+// Options.SeparateValues (benchmarks vary it: export_test.go). Pebble v2.1
+// lists value separation under Options.Experimental. Values of 256 bytes
+// or more (most entities) would go to blob files that compactions
+// reference instead of rewriting.
+//
+// partita kept values apart until 2026-11-27 and no longer does by
+// default: measured at the server once the block cache held blocks
+// (docs/PERFORMANCE.md, "Value separation, measured again"), a table scan
+// after the bench's upserts and merges ran at 0.62-0.80 of the fresh rate
+// with values inline against 0.42-0.56 with them apart (the newest values
+// of a rewritten table lie one to a block in older blob files, a block
+// cache lookup each), gets on a table larger than the cache cost 12-17%
+// less CPU and the directory was 6-25% smaller; compactions now rewrite
+// the values, so upserts cost up to ~10% more CPU over a minute of them
+// and a bulk load of a million entities ~15% more. The figures that once
+// justified separation were taken while the block cache held nothing, or
+// by one scanning thread.
+//
+// Stores written before then hold blob files; Pebble reads them whatever
+// the policy (the format pins what it can read: StoreVersion 1), and a
+// compaction that rewrites an sstable referring to them writes the values
+// it keeps inline (TestStoreWithBlobFilesReadAndCompacted).
 var valueSeparation = pebble.ValueSeparationPolicy{
 	Enabled:               true,
 	MinimumSize:           256,
@@ -128,8 +140,9 @@ var valueSeparation = pebble.ValueSeparationPolicy{
 
 // blockSize is the target size of Pebble's blocks: sstable data and index
 // blocks and, since Pebble sizes them alike (Options.MakeBlobWriterOptions),
-// the value blocks of blob files. It is Pebble's default, 4 KiB, three or
-// four of partita's ~1 KiB entities; benchmarks vary it (export_test.go).
+// the value blocks of blob files (SeparateValues). It is Pebble's default,
+// 4 KiB, three or four of partita's ~1 KiB entities; benchmarks vary it
+// (export_test.go).
 // 16 KiB blocks were measured at the server and not adopted
 // (docs/PERFORMANCE.md, "Table scans after rewrites, side by side"): a
 // table scan that misses the block cache pays per block read, so on a
@@ -242,15 +255,18 @@ func Open(dir string, o *Options) (*DB, error) {
 	// move the format of users' directories just because it was linked in.
 	// Columnar blocks (Options.Experimental.EnableColumnarBlocks) are not
 	// set here: EnsureDefaults turns them on, Pebble v2's default at this
-	// format, and value separation needs them. A read-only open (check)
+	// format, and value separation needs them (stores written before
+	// 2026-11-27, and SeparateValues). A read-only open (check)
 	// leaves the format as the directory has it.
 	if !o.ReadOnly {
 		po.FormatMajorVersion = formatMajorVersion
 	}
 	po.ReadOnly = o.ReadOnly
 	po.ErrorIfNotExists = o.ReadOnly
-	vs := valueSeparation
-	po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return vs }
+	if o.SeparateValues {
+		vs := valueSeparation
+		po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return vs }
+	}
 	po.EnsureDefaults()
 	if err := checkStoreVersion(po.FS, dir); err != nil {
 		cache.Unref()

@@ -203,7 +203,7 @@ func unreadableBlobs(t *testing.T) *pebblekv.DB {
 func failingBlobs(t *testing.T, fail func() bool) *pebblekv.DB {
 	t.Helper()
 	mem := vfs.NewMem()
-	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}
+	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1, SeparateValues: true}
 	writeValues(t, opts, 4096, 1024)
 	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".blob") && fail() {

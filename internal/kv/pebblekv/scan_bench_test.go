@@ -99,7 +99,7 @@ func loadTable(b *testing.B, db kv.DB, rewrites int) {
 
 func openBench(b *testing.B, noSync bool) *pebblekv.DB {
 	b.Helper()
-	o := &pebblekv.Options{NoSync: noSync, MinFreeBytes: -1}
+	o := &pebblekv.Options{NoSync: noSync, MinFreeBytes: -1, SeparateValues: pebblekv.ValueSeparationSet()}
 	if mb, err := strconv.Atoi(os.Getenv("PARTITA_BENCH_MEMTABLE_MB")); err == nil { // experiments
 		o.MemTableSize = uint64(mb) << 20
 	}
