@@ -130,6 +130,8 @@ func fixtureClock() func() time.Time {
 // order, and returns f with each entity's Timestamp.
 func writeFixtureDir(t *testing.T, dir string, f fixture) fixture {
 	t.Helper()
+	// SeparateValues: the release of store version 1 kept values of 256
+	// bytes or more in blob files until 2026-11-27, and so does v1.
 	db, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, MemTableSize: 128 << 10, SeparateValues: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

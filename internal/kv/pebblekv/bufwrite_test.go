@@ -284,8 +284,8 @@ func (f countingFile) Write(p []byte) (int, error) {
 }
 
 // TestStoreGathersTableWrites: the stores Open makes write their sstables
-// and blob files in pieces of a quarter MiB, not one block (4 KiB) at a
-// time.
+// and blob files (SeparateValues, so that both are written) in pieces of a
+// quarter MiB, not one block (4 KiB) at a time.
 func TestStoreGathersTableWrites(t *testing.T) {
 	fs := &countingFS{FS: vfs.NewMem(), writes: map[string]int{}, bytes: map[string]int{}}
 	db, err := Open("db", &Options{FS: fs, NoSync: true, MinFreeBytes: -1, SeparateValues: true})

@@ -11,8 +11,9 @@ import (
 
 // TestBlockCacheHoldsBlocks: after the memtables have rotated a few times
 // (Pebble charges each one against the block cache), a second scan of
-// flushed and compacted data is served from the cache. With a cache of exactly CacheSize
-// two memtables as large as it left it no room, and every read missed.
+// flushed and compacted data is served from the cache. With a cache of
+// exactly CacheSize two memtables as large as it left it no room, and
+// every read missed.
 func TestBlockCacheHoldsBlocks(t *testing.T) {
 	const memTable = 1 << 20
 	db, err := pebblekv.Open(t.TempDir(), &pebblekv.Options{NoSync: true, MinFreeBytes: -1, MemTableSize: memTable, CacheSize: memTable})
