@@ -117,7 +117,7 @@ var ErrCannotRecover = errors.New("cannot recover the store")
 // default: measured at the server once the block cache held blocks
 // (docs/PERFORMANCE.md, "Value separation, measured again"), a table scan
 // after the bench's upserts and merges ran at 0.62-0.80 of the fresh rate
-// with values inline against 0.42-0.56 with them apart (the newest values
+// with values inline against 0.49-0.56 with them apart (the newest values
 // of a rewritten table lie one to a block in older blob files, a block
 // cache lookup each), gets on a table larger than the cache cost 12-17%
 // less CPU and the directory was 6-25% smaller; compactions now rewrite
