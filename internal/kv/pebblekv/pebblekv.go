@@ -649,12 +649,14 @@ func (t *txn) Set(key, value []byte) error { return t.b.Set(key, value, nil) }
 func (t *txn) Delete(key []byte) error     { return t.b.Delete(key, nil) }
 
 // iter is a Pebble iterator whose errors stay, as kv.Iterator promises.
-// Pebble's do not: a seek clears the error a value read left, so a caller
-// that seeks on (readMany's SeekGE per key) would see nil for the
-// unreadable value, as if the key were absent, and no error at the end.
+// Pebble's do not: a seek clears the error a failed block or value read
+// left, so a caller that seeks on (readMany's SeekGE per key) would take
+// the unreadable entity for absent and see no error at the end; a batch
+// merging into it then replaced it. Once a read fails, every positioning
+// call returns false and Error returns that first error.
 type iter struct {
 	*pebble.Iterator
-	err error // the first value that could not be read
+	err error // the first read that failed
 	d   *DB   // the store read (unopenableBlob)
 }
 
@@ -700,19 +702,28 @@ func (it *iter) Error() error {
 }
 
 func (it *iter) First() bool {
-	return it.err == nil && it.Iterator.First()
+	return it.err == nil && it.moved(it.Iterator.First())
 }
 
 func (it *iter) Last() bool {
-	return it.err == nil && it.Iterator.Last()
+	return it.err == nil && it.moved(it.Iterator.Last())
 }
 
 func (it *iter) SeekGE(key []byte) bool {
-	return it.err == nil && it.Iterator.SeekGE(key)
+	return it.err == nil && it.moved(it.Iterator.SeekGE(key))
 }
 
 func (it *iter) Next() bool {
-	return it.err == nil && it.Iterator.Next()
+	return it.err == nil && it.moved(it.Iterator.Next())
+}
+
+// moved keeps the error of a positioning call that found nothing because
+// a read failed (the next seek would clear it in Pebble's iterator).
+func (it *iter) moved(ok bool) bool {
+	if !ok {
+		it.err = it.Iterator.Error()
+	}
+	return ok
 }
 
 func (it *iter) Valid() bool {

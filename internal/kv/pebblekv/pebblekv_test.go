@@ -161,8 +161,9 @@ func BenchmarkUpdate100x1K(b *testing.B) {
 }
 
 // writeValues opens a store at "db" with opts, writes n values of size
-// bytes under the keys k000000, k000001, …, and closes it. Values of 256
-// bytes or more must have gone to blob files.
+// bytes under the keys k000000, k000001, …, and closes it. With
+// opts.SeparateValues, values of 256 bytes or more must have gone to blob
+// files.
 func writeValues(t *testing.T, opts *pebblekv.Options, n, size int) {
 	t.Helper()
 	db, err := pebblekv.Open("db", opts)
@@ -179,7 +180,7 @@ func writeValues(t *testing.T, opts *pebblekv.Options, n, size int) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if size < 256 {
+	if size < 256 || !opts.SeparateValues {
 		return
 	}
 	names, _ := opts.FS.List("db")

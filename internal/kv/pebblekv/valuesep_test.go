@@ -3,12 +3,14 @@ package pebblekv_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/kv/pebblekv"
@@ -123,5 +125,46 @@ func TestStoreWithBlobFilesReadAndCompacted(t *testing.T) {
 	readAll("rewritten and compacted", true)
 	if m := db.Metrics(); m.BlobFiles.LiveCount != 0 {
 		t.Errorf("%d blob files still referenced after compacting the whole keyspace", m.BlobFiles.LiveCount)
+	}
+}
+
+// TestIteratorPositioningErrorIsSticky: a seek that finds nothing because
+// a block read failed leaves the iterator failed, as kv.Iterator promises:
+// later seeks return false and Error returns the read error, even once
+// the disk reads again. Pebble's iterator clears the error at the next
+// seek, so a batch reading its entities with one iterator (readMany) took
+// the unreadable one for absent.
+func TestIteratorPositioningErrorIsSticky(t *testing.T) {
+	mem := vfs.NewMem()
+	writeValues(t, &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1}, 4096, 1024)
+	failing := &errorfs.Toggle{Injector: errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileReadAt && strings.HasSuffix(op.Path, ".sst") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	})}
+	db, err := pebblekv.Open("db", &pebblekv.Options{FS: errorfs.Wrap(mem, failing), MemTableSize: 1 << 20, MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(context.Background(), func(r kv.Reader) error {
+		it, err := r.NewIter(kv.IterOptions{})
+		if err != nil {
+			return err
+		}
+		defer it.Close()
+		failing.On()
+		if it.SeekGE([]byte("k001000")) {
+			t.Fatalf("a seek with every sstable read failing found %q", it.Key())
+		}
+		failing.Off()
+		if it.SeekGE([]byte("k002000")) {
+			t.Errorf("a seek after a failed one positioned the iterator at %q", it.Key())
+		}
+		return it.Error()
+	})
+	if !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("the iterator's error after a second seek = %v, want the injected read error", err)
 	}
 }
