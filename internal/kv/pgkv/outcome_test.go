@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/pgkv"
 	"github.com/partita/partita/internal/kv/pgkv/pgtest"
 )
 
@@ -29,7 +30,18 @@ func TestLostCommitOutcomeUnknown(t *testing.T) {
 	dsn := pgtest.NewDatabase(t)
 	proxy, viaProxy := pgtest.NewProxy(t, dsn)
 	db := open(t, viaProxy)
-	defer db.Close()
+	defer func() {
+		// Close waits for every pooled connection to come back; one that a
+		// lost connection kept would hang it (this test once sat 10
+		// minutes there in CI, with no goroutine holding a connection).
+		closed := make(chan struct{})
+		go func() { db.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(30 * time.Second):
+			t.Errorf("Close still waiting after 30 s: a pooled connection was never given back (%+v)", poolCounts(db))
+		}
+	}()
 	direct := open(t, dsn)
 	defer direct.Close()
 	ctx := context.Background()
@@ -72,7 +84,25 @@ func TestLostCommitOutcomeUnknown(t *testing.T) {
 		}
 	}
 
+	// settled fails the step that keeps a pooled connection after its
+	// connection was lost: the pool must get every one back (returned, or
+	// destroyed as broken), or it shrinks by one per lost connection.
+	settled := func(t *testing.T) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			c := poolCounts(db)
+			if c.acquired == 0 && c.constructing == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("a connection still taken from the pool after the step: %+v", c)
+				return
+			}
+		}
+	}
+
 	t.Run("Commit", func(t *testing.T) {
+		defer settled(t)
 		cuts := proxy.Cuts()
 		proxy.CutAfter(pgtest.Commit)
 		err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("k1"), []byte("v1")) })
@@ -86,6 +116,7 @@ func TestLostCommitOutcomeUnknown(t *testing.T) {
 	})
 
 	t.Run("CondWrite", func(t *testing.T) {
+		defer settled(t)
 		cuts := proxy.Cuts()
 		proxy.CutAfter(pgtest.ExecuteSync())
 		_, err := db.CondWrite(ctx, kv.CondWrite{Key: []byte("k2"), Value: []byte("v2"), Absent: true, GuardKey: []byte("guard"), GuardValue: []byte("g")})
@@ -99,6 +130,7 @@ func TestLostCommitOutcomeUnknown(t *testing.T) {
 	})
 
 	t.Run("BeforeCommit", func(t *testing.T) {
+		defer settled(t)
 		// The transaction's writes go out as one pipelined batch ending
 		// with a Sync, before COMMIT: cut there.
 		cuts := proxy.Cuts()
@@ -145,6 +177,13 @@ func TestLostCommitOutcomeUnknown(t *testing.T) {
 		})
 		notTaken(t, "a commit on a session the server ended", err)
 	})
+}
+
+type counts struct{ acquired, constructing, total int32 }
+
+func poolCounts(db *pgkv.DB) counts {
+	st := db.PoolStat()
+	return counts{st.AcquiredConns(), st.ConstructingConns(), st.TotalConns()}
 }
 
 // TestServerTimeoutsAreUnavailable: the server's own time limits, which an
