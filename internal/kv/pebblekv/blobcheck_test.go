@@ -22,14 +22,7 @@ func blobStore(t *testing.T) (*pebblekv.Options, vfs.FS, []string) {
 	mem := vfs.NewMem()
 	opts := &pebblekv.Options{FS: mem, MemTableSize: 1 << 20, MinFreeBytes: -1, SeparateValues: true}
 	writeValues(t, opts, 4096, 1024)
-	names, _ := mem.List("db")
-	var blobs []string
-	for _, n := range names {
-		if strings.HasSuffix(n, ".blob") {
-			blobs = append(blobs, n)
-		}
-	}
-	return opts, mem, blobs
+	return opts, mem, blobFiles(t, mem)
 }
 
 // TestDamagedBlobFileFailsOpen: a blob file that is missing, shorter than
