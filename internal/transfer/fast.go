@@ -3,7 +3,6 @@ package transfer
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -122,13 +121,7 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 		return nil, 0, false
 	}
 	start := i + 1
-	for k := start; k < len(b); k++ {
-		for k+8 <= len(b) && !wire.NeedsEscape8(binary.LittleEndian.Uint64(b[k:])) {
-			k += 8
-		}
-		if k >= len(b) {
-			break
-		}
+	for k := start + wire.PlainPrefix(b[start:]); k < len(b); k++ {
 		switch c := b[k]; {
 		case c == '"':
 			return b[start:k], k + 1, true

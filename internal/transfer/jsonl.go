@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -414,14 +413,9 @@ func fastRecord(b []byte) (j jsonRecord, ok bool) {
 			return "", false
 		}
 		start := i + 1
-		for k := start; k < len(b); k++ {
-			// Eight plain bytes at a time: a 1 KiB value is most of a line.
-			for k+8 <= len(b) && !wire.NeedsEscape8(binary.LittleEndian.Uint64(b[k:])) {
-				k += 8
-			}
-			if k >= len(b) {
-				break
-			}
+		// Plain bytes a word at a time (a 1 KiB value is most of a line),
+		// then byte by byte from the word that holds the end.
+		for k := start + wire.PlainPrefix(b[start:]); k < len(b); k++ {
 			c := b[k]
 			if c == '"' {
 				seg := b[start:k]

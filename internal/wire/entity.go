@@ -575,17 +575,15 @@ func appendString(b []byte, s string) []byte {
 // appendStringBody appends s JSON-escaped, without the quotes.
 func appendStringBody(b []byte, s string) []byte {
 	start := 0
-	for i := 0; i < len(s); i++ {
-		// Skip eight clean bytes at a time (most strings have nothing to
-		// escape; a 1 KiB payload is the bulk of a query response).
-		for i+8 <= len(s) && !NeedsEscape8(load64(s, i)) {
-			i += 8
-		}
-		if i >= len(s) {
-			break
-		}
+	// Plain bytes go a word at a time (most strings have nothing to
+	// escape; a 1 KiB payload is the bulk of a query response), up to the
+	// word that holds a byte to escape, which the loop reaches byte by
+	// byte; after it, words again.
+	i := PlainPrefix(s)
+	for i < len(s) {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
 			continue
 		}
 		b = append(b, s[start:i]...)
@@ -601,28 +599,58 @@ func appendStringBody(b []byte, s string) []byte {
 		default:
 			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
 		}
-		start = i + 1
+		i++
+		start = i
+		i += PlainPrefix(s[i:])
 	}
 	return append(b, s[start:]...)
 }
 
-// NeedsEscape8 reports whether any of the eight bytes in x (read little
+// escapeBits is not zero when any of the eight bytes in x (read little
 // endian) is below 0x20, '"' or '\\', the bytes a JSON string must escape
 // (bytewise SWAR tests; exact: a byte of 0x80 or more never matches, so
-// UTF-8 passes through). partita copy's fast paths use it too.
-func NeedsEscape8(x uint64) bool {
+// UTF-8 passes through). Its results for several words may be or-ed and
+// tested once.
+func escapeBits(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	less20 := (x - ones*0x20) &^ x
 	quote := x ^ (ones * '"')
 	quote = (quote - ones) &^ quote
 	bslash := x ^ (ones * '\\')
 	bslash = (bslash - ones) &^ bslash
-	return (less20|quote|bslash)&highs != 0
+	return (less20 | quote | bslash) & highs
 }
 
-// load64 reads s[i:i+8] as a little-endian word (the compiler merges the
-// loads).
-func load64(s string, i int) uint64 {
+// PlainPrefix returns the length of the longest prefix of s made of whole
+// eight-byte words in which no byte needs a JSON escape (escapeBits): a
+// string's plain run, which its caller then goes on from byte by byte;
+// partita copy's fast paths use it too. It
+// tests 32 bytes at a time, four independent words and one branch, which
+// a 1 KiB payload (the bulk of an insert, a $batch or a query response)
+// goes through about three times faster than a word at a time.
+func PlainPrefix[T string | []byte](s T) int {
+	// The first word alone first: a string with many escapes costs a word
+	// per escape, as before.
+	if len(s) < 8 || escapeBits(le64(s, 0)) != 0 {
+		return 0
+	}
+	i := 8
+	for ; i+32 <= len(s); i += 32 {
+		if escapeBits(le64(s, i))|escapeBits(le64(s, i+8))|escapeBits(le64(s, i+16))|escapeBits(le64(s, i+24)) != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(s); i += 8 {
+		if escapeBits(le64(s, i)) != 0 {
+			break
+		}
+	}
+	return i
+}
+
+// le64 reads s[i:i+8] as a little-endian word (the compiler merges the
+// loads into one).
+func le64[T string | []byte](s T, i int) uint64 {
 	s = s[i : i+8]
 	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56

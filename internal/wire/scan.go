@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -177,15 +176,11 @@ func scanString(b []byte, i int, share bool) (string, int, error) {
 	i++
 	start := i
 	// Fast path: no escapes, valid ASCII or UTF-8 (the body was checked).
+	// Plain bytes go a word at a time (a 1 KiB payload is the bulk of an
+	// insert), up to the word that holds the string's end, an escape or a
+	// byte that needs one, which the loop then reaches byte by byte.
+	i += PlainPrefix(b[i:])
 	for i < len(b) {
-		// Skip eight plain bytes at a time: a 1 KiB payload is the bulk
-		// of an insert.
-		for i+8 <= len(b) && !NeedsEscape8(binary.LittleEndian.Uint64(b[i:])) {
-			i += 8
-		}
-		if i >= len(b) {
-			break
-		}
 		c := b[i]
 		if c == '"' {
 			if share && i > start {

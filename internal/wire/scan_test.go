@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -138,4 +139,59 @@ func FuzzScanObject(f *testing.F) {
 			}
 		}
 	})
+}
+
+// needsEscape is the byte-by-byte definition escapeBits tests a word of.
+func needsEscape(c byte) bool { return c < 0x20 || c == '"' || c == '\\' }
+
+// checkPlainPrefix checks PlainPrefix(s) against needsEscape: whole words,
+// all plain, and the word after them (if whole) holds a byte to escape.
+func checkPlainPrefix(t *testing.T, s []byte) {
+	t.Helper()
+	n := PlainPrefix(s)
+	if n2 := PlainPrefix(string(s)); n2 != n {
+		t.Fatalf("PlainPrefix of %q: %d as []byte, %d as string", s, n, n2)
+	}
+	if n%8 != 0 || n < 0 || n > len(s) {
+		t.Fatalf("PlainPrefix(%q) = %d: not a whole number of words in the string", s, n)
+	}
+	for i := 0; i < n; i++ {
+		if needsEscape(s[i]) {
+			t.Fatalf("PlainPrefix(%q) = %d passes byte %d (%#x), which needs an escape", s, n, i, s[i])
+		}
+	}
+	if n+8 <= len(s) && !hasEscapeByte(s[n:n+8]) {
+		t.Fatalf("PlainPrefix(%q) = %d stops before the plain word %q", s, n, s[n:n+8])
+	}
+}
+
+func hasEscapeByte(w []byte) bool {
+	for _, c := range w {
+		if needsEscape(c) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPlainPrefix puts each byte that needs an escape, and its neighbours
+// in value, at every position of strings long enough for the four-word
+// blocks, among ASCII and UTF-8 bytes.
+func TestPlainPrefix(t *testing.T) {
+	fill := []byte(strings.Repeat("abcé€\x7f\x80\xff ~!", 12))
+	for _, c := range []byte{0, 1, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 0x7f, 0x80, 0x9f, 0xa0, 0xdc, 0xff} {
+		for _, size := range []int{0, 7, 8, 9, 39, 40, 41, 72, 100} {
+			for at := 0; at < size; at++ {
+				s := append([]byte(nil), fill[:size]...)
+				s[at] = c
+				checkPlainPrefix(t, s)
+			}
+		}
+	}
+}
+
+func FuzzPlainPrefix(f *testing.F) {
+	f.Add([]byte(strings.Repeat("x", 70) + `"` + "y"))
+	f.Add([]byte("\xff\xfe\x80\x22\x5c\x1f"))
+	f.Fuzz(func(t *testing.T, s []byte) { checkPlainPrefix(t, s) })
 }
