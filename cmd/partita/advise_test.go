@@ -135,3 +135,35 @@ func TestAdminBase(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisorAccountShare: with more than one account configured, one
+// account's tables take at most --client-share of the advisor's places;
+// with one account, all of them.
+func TestAdvisorAccountShare(t *testing.T) {
+	_, devKey, _ := strings.Cut(DevAccounts, ":")
+	for _, tc := range []struct {
+		accounts string
+		share    int
+		want     int
+	}{
+		{DevAccounts, 50, advisor.DefaultMaxTables},
+		{DevAccounts + ";b:" + devKey, 50, advisor.DefaultMaxTables / 2},
+		{DevAccounts + ";b:" + devKey, 25, advisor.DefaultMaxTables / 4},
+	} {
+		c, err := parseConfig([]string{"--accounts", tc.accounts, "--client-share", fmt.Sprint(tc.share), "--metrics=false"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kr, err := auth.ParseAccounts(c.Accounts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs := newObservability(c, kr, nil, nil)
+		for i := 0; i < 2*advisor.DefaultMaxTables; i++ {
+			obs.advisor.Write("devstoreaccount1", fmt.Sprintf("t%d", i), "p", "r", false, 0)
+		}
+		if got := obs.advisor.Tables(); got != tc.want {
+			t.Errorf("%d account(s), --client-share %d: one account's busy tables took %d places, want %d", len(kr), tc.share, got, tc.want)
+		}
+	}
+}

@@ -46,7 +46,13 @@ func newObservability(c Config, keys auth.Keyring, db kv.DB, store *tablestore.S
 		}
 	}
 	if c.Advisor {
-		o.advisor = advisor.New(advisor.Options{})
+		ao := advisor.Options{}
+		if len(keys) > 1 {
+			// One account's tables take at most its share of the places,
+			// as of the request slots.
+			ao.AccountTables = max(1, advisor.DefaultMaxTables*c.ClientShare/100)
+		}
+		o.advisor = advisor.New(ao)
 	}
 	return o
 }

@@ -7,7 +7,8 @@
 //
 // Memory is bounded whatever clients send: at most MaxTables tables are
 // tracked (the least recently used is dropped once it has been idle for
-// IdleGrace; until then a table beyond them is not tracked), and per table a few
+// IdleGrace; until then a table beyond them is not tracked), at most
+// AccountTables of them for one account, and per table a few
 // one-minute buckets, each with top-k sketches (the space-saving
 // algorithm) of partitions by requests and by writes, and fixed-size
 // counters. Partition keys are kept only in those sketches and in small
@@ -29,6 +30,12 @@ type Options struct {
 	// MaxTables bounds the tables tracked (default 256); past it a table
 	// is tracked once one of them has been idle for IdleGrace.
 	MaxTables int
+	// AccountTables bounds the tables one account may have tracked (0:
+	// MaxTables, no bound of its own). When several accounts share a
+	// server, it keeps one account's many busy tables from holding every
+	// place: past it, the account's own least recently used table gives
+	// its place once idle for IdleGrace, and no other account's does.
+	AccountTables int
 	// TopK is the number of partitions each sketch keeps (default 16).
 	TopK int
 	// Bucket is the length of one time bucket (default 1 minute) and
@@ -75,7 +82,10 @@ func (o *Options) defaults() {
 		}
 	}
 	if o.MaxTables <= 0 {
-		o.MaxTables = 256
+		o.MaxTables = DefaultMaxTables
+	}
+	if o.AccountTables <= 0 || o.AccountTables > o.MaxTables {
+		o.AccountTables = o.MaxTables
 	}
 	if o.TopK <= 0 {
 		o.TopK = 16
@@ -100,6 +110,9 @@ func (o *Options) defaults() {
 		o.NearLimit = 1 << 20 * 9 / 10
 	}
 }
+
+// DefaultMaxTables is Options.MaxTables' default.
+const DefaultMaxTables = 256
 
 // MaxEntitySize is the service's entity size limit.
 const MaxEntitySize = 1 << 20
@@ -127,8 +140,12 @@ type Advisor struct {
 	// full is, while MaxTables are tracked, the earliest time (unix
 	// nanoseconds) at which the least recently used of them may have
 	// been idle IdleGrace: before it, a table not tracked stays so
-	// without taking mu.
-	full atomic.Int64
+	// without taking mu. accountFull is the same for each account that
+	// has AccountTables tracked (an immutable map replaced under mu, with
+	// an entry per account that ever filled its part: the server's
+	// configured accounts, no more).
+	full        atomic.Int64
+	accountFull atomic.Pointer[map[string]*atomic.Int64]
 }
 
 // IdleGrace is how long a tracked table must go without traffic before a
@@ -205,27 +222,52 @@ func (a *Advisor) table(account, name string, now int64) *table {
 	if now < a.full.Load() {
 		return nil
 	}
+	if m := a.accountFull.Load(); m != nil {
+		if f := (*m)[account]; f != nil && now < f.Load() {
+			return nil
+		}
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	cur := *a.tables.Load()
 	if t := cur[id]; t != nil {
 		return t
 	}
-	var oldID tableID
-	evict := len(cur) >= a.o.MaxTables
-	if evict {
-		old := int64(1<<63 - 1)
-		for k, v := range cur {
-			if u := v.used.Load(); u < old {
-				old, oldID = u, k
+	// The least recently used table of all, and of this account.
+	const never = int64(1<<63 - 1)
+	old, mineOld := never, never
+	var oldID, mineOldID tableID
+	mine := 0
+	for k, v := range cur {
+		u := v.used.Load()
+		if u < old {
+			old, oldID = u, k
+		}
+		if k.account == account {
+			mine++
+			if u < mineOld {
+				mineOld, mineOldID = u, k
 			}
 		}
+	}
+	evict := true
+	switch {
+	case mine >= a.o.AccountTables:
+		// The account's part is full: only its own tables give way.
+		if now-mineOld < int64(IdleGrace) {
+			a.accountFullFrom(account, mineOld+int64(IdleGrace))
+			return nil
+		}
+		oldID = mineOldID
+	case len(cur) >= a.o.MaxTables:
 		if now-old < int64(IdleGrace) {
 			// Uses only move forward: no table can be idle long
 			// enough before then.
 			a.full.Store(old + int64(IdleGrace))
 			return nil
 		}
+	default:
+		evict = false
 	}
 	next := make(map[tableID]*table, len(cur)+1)
 	for k, v := range cur {
@@ -239,6 +281,27 @@ func (a *Advisor) table(account, name string, now int64) *table {
 	next[t.id] = t
 	a.tables.Store(&next)
 	return t
+}
+
+// accountFullFrom records that no table of account's is idle enough to
+// give its place before at; a.mu is held.
+func (a *Advisor) accountFullFrom(account string, at int64) {
+	m := a.accountFull.Load()
+	if m != nil {
+		if f := (*m)[account]; f != nil {
+			f.Store(at)
+			return
+		}
+	}
+	f := new(atomic.Int64)
+	f.Store(at)
+	next := map[string]*atomic.Int64{strings.Clone(account): f}
+	if m != nil {
+		for k, v := range *m {
+			next[k] = v
+		}
+	}
+	a.accountFull.Store(&next)
 }
 
 // foldName is a table name as the store keys it: table names are

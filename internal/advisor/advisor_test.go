@@ -399,3 +399,61 @@ func TestClipKeepsCharactersWhole(t *testing.T) {
 		t.Errorf("clip(short) = %q", c)
 	}
 }
+
+// tracked counts the tables tracked for account.
+func tracked(a *Advisor, account string) int {
+	n := 0
+	for id := range *a.tables.Load() {
+		if id.account == account {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAdvisor_AccountTables: with a part per account, one account's many
+// busy tables leave room for another's; without it (the control) they
+// take every place. Past its part, an account's new table takes the place
+// of its own idle one, never another account's.
+func TestAdvisor_AccountTables(t *testing.T) {
+	busy := func(a *Advisor, c *clock) {
+		for i := 0; i < 400; i++ {
+			a.Write("busy", fmt.Sprintf("t%d", i%20), "p", fmt.Sprint(i), false, 0)
+			if i%100 == 0 {
+				c.t = c.t.Add(time.Second)
+			}
+		}
+		for i := 0; i < 4; i++ {
+			a.Write("quiet", fmt.Sprintf("q%d", i), "p", "r", false, 0)
+		}
+	}
+	a, c := newTest(Options{MaxTables: 8})
+	busy(a, c)
+	if b, q := tracked(a, "busy"), tracked(a, "quiet"); b != 8 || q != 0 {
+		t.Fatalf("control, one pool for all accounts: busy %d, quiet %d tables, want 8 and 0", b, q)
+	}
+
+	a, c = newTest(Options{MaxTables: 8, AccountTables: 4})
+	busy(a, c)
+	if b, q := tracked(a, "busy"), tracked(a, "quiet"); b != 4 || q != 4 {
+		t.Fatalf("busy %d, quiet %d tables tracked, want 4 and 4", b, q)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { a.Read("busy", "t19", "p") }); allocs != 0 {
+		t.Errorf("%.0f allocations per read of a table past the account's part, want none", allocs)
+	}
+
+	// Idle for IdleGrace, all of them, quiet's the longest: busy's next
+	// table replaces one of its own, and quiet keeps its four.
+	c.t = c.t.Add(2 * time.Second)
+	for i := 0; i < 20; i++ {
+		a.Write("busy", fmt.Sprintf("t%d", i), "p", "again", false, 0)
+	}
+	c.t = c.t.Add(IdleGrace)
+	a.Write("busy", "late", "p", "r", false, 0)
+	if _, ok := (*a.tables.Load())[tableID{"busy", "late"}]; !ok {
+		t.Errorf("busy's new table after its own went idle is not tracked")
+	}
+	if b, q := tracked(a, "busy"), tracked(a, "quiet"); b != 4 || q != 4 {
+		t.Errorf("after the swap: busy %d, quiet %d tables, want 4 and 4", b, q)
+	}
+}
