@@ -143,7 +143,13 @@ func skipString(b []byte, i int) (int, bool) {
 				i += wire.PlainPrefix(b[i:])
 			}
 		default:
+			// A plain byte of the word PlainPrefix stopped at, or a
+			// control character (whose string the decoder refuses),
+			// after which words again.
 			i++
+			if b[i-1] < 0x20 && i < len(b) {
+				i += wire.PlainPrefix(b[i:])
+			}
 		}
 	}
 	return 0, false
