@@ -135,6 +135,11 @@ type Query struct {
 	Top    int        // 1..1000; 0 means 1000
 	// Next resumes a previous query at this key (inclusive); nil to start.
 	Next *Key
+	// Within, when set, is the only part of the key space the query may
+	// read (a shared access signature's key range): the plan's ranges are
+	// clipped to it (odata.Plan.Clip), so no key outside it is read,
+	// counted in QueryInfo.Examined or returned as QueryInfo.Next.
+	Within *odata.Range
 	// Borrow promises that the callback keeps nothing of the entity it is
 	// given (no string, slice or the entity itself) after it returns, so
 	// the store may hand it property names and values that alias its read

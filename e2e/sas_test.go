@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
+	"github.com/partita/partita/internal/wire"
 )
 
 // sasSpec describes a table SAS to build with the Go SDK's signer.
@@ -371,6 +375,119 @@ func TestSASRefusesBeforeReadingTheBody(t *testing.T) {
 		resp.Body.Close()
 		if got := fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("x-ms-error-code")); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSASRangedQueryLongFilter: a filter long enough for the planner to
+// coarsen its key ranges (to the hull of partition 'b' for a SAS ending
+// at ('b','1')) still reads nothing outside the SAS's key range: no page
+// names a continuation outside it, counts an entity outside it as
+// examined, or finds one from a continuation crafted past its end. Each
+// was a way to learn the keys beyond the range (the entities' bodies
+// stayed hidden).
+func TestSASRangedQueryLongFilter(t *testing.T) {
+	s := StartServer(t, "")
+	svc := serviceClient(t, s)
+	if _, err := svc.CreateTable(ctx, "ranged", nil); err != nil {
+		t.Fatal(err)
+	}
+	admin := svc.NewClient("ranged")
+	for _, k := range [][2]string{{"a", "1"}, {"a", "2"}, {"b", "1"}, {"b", "2"}, {"b", "4"}, {"b", "5"}, {"b", "7"}, {"c", "1"}} {
+		if _, err := admin.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": k[0], "RowKey": k[1]}), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var long strings.Builder
+	long.WriteString("RowKey ne 'zz'")
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&long, " and RowKey ne 'zz%d'", i)
+	}
+	type page struct {
+		rows             []string
+		npk, nrk         string
+		examined, status int
+	}
+	get := func(sas, npk, nrk string) page {
+		t.Helper()
+		q := sas + "&$top=1&$filter=" + url.QueryEscape(long.String())
+		if npk != "" {
+			q += "&NextPartitionKey=" + url.QueryEscape(wire.EncodeToken(npk)) + "&NextRowKey=" + url.QueryEscape(wire.EncodeToken(nrk))
+		}
+		req, _ := http.NewRequest("GET", s.Endpoint()+"/ranged()?"+q, nil)
+		req.Header.Set("Accept", "application/json;odata=nometadata")
+		req.Header.Set("x-ms-version", "2019-02-02")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p page
+		p.status = resp.StatusCode
+		var body struct {
+			Value []struct{ PartitionKey, RowKey string } `json:"value"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("query: %d, body: %v", resp.StatusCode, err)
+		}
+		for _, v := range body.Value {
+			p.rows = append(p.rows, v.PartitionKey+v.RowKey)
+		}
+		if tok := resp.Header.Get("x-ms-continuation-NextPartitionKey"); tok != "" {
+			p.npk, _ = wire.DecodeToken(tok)
+			p.nrk, _ = wire.DecodeToken(resp.Header.Get("x-ms-continuation-NextRowKey"))
+		}
+		p.examined, _ = strconv.Atoi(resp.Header.Get("x-partita-entities-examined"))
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		sas    string
+		inside func(pk, rk string) bool
+		want   string
+		past   [2]string // a continuation outside the range: past its end, or before its start
+		before bool      // past is before the start
+	}{
+		{"ends at (b,1)", sasSpec{table: "ranged", perms: "r", epk: "b", erk: "1"}.build(t),
+			func(pk, rk string) bool { return pk < "b" || pk == "b" && rk <= "1" }, "a1,a2,b1", [2]string{"b", "2"}, false},
+		{"starts at (b,5)", sasSpec{table: "ranged", perms: "r", spk: "b", srk: "5"}.build(t),
+			func(pk, rk string) bool { return pk > "b" || pk == "b" && rk >= "5" }, "b5,b7,c1", [2]string{"a", "1"}, true},
+	} {
+		var got []string
+		npk, nrk := "", ""
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("%s: no end after 10 pages", tc.name)
+			}
+			p := get(tc.sas, npk, nrk)
+			if p.status != http.StatusOK {
+				t.Fatalf("%s: status %d", tc.name, p.status)
+			}
+			got = append(got, p.rows...)
+			if p.examined > 1+len(p.rows) {
+				t.Errorf("%s: a page of %d entities examined %d: it read outside the range", tc.name, len(p.rows), p.examined)
+			}
+			if p.npk == "" && p.nrk == "" {
+				break
+			}
+			if !tc.inside(p.npk, p.nrk) {
+				t.Errorf("%s: the continuation names (%s,%s), outside the range", tc.name, p.npk, p.nrk)
+			}
+			npk, nrk = p.npk, p.nrk
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("%s: rows %v, want %s", tc.name, got, tc.want)
+		}
+		// A continuation crafted outside the range reads, counts and
+		// names nothing outside it: past the end, nothing at all; before
+		// the start, the range's first entity, as from no continuation.
+		p := get(tc.sas, tc.past[0], tc.past[1])
+		first, _, _ := strings.Cut(tc.want, ",")
+		switch {
+		case tc.before && (len(p.rows) != 1 || p.rows[0] != first || p.examined > 2 || !tc.inside(p.npk, p.nrk)):
+			t.Errorf("%s: resumed at (%s,%s), before the start: rows %v, examined %d, next (%s,%s)", tc.name, tc.past[0], tc.past[1], p.rows, p.examined, p.npk, p.nrk)
+		case !tc.before && (len(p.rows) != 0 || p.examined != 0 || p.npk != ""):
+			t.Errorf("%s: resumed at (%s,%s), past the end: rows %v, examined %d, next (%s,%s)", tc.name, tc.past[0], tc.past[1], p.rows, p.examined, p.npk, p.nrk)
 		}
 	}
 }

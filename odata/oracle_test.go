@@ -442,3 +442,92 @@ func FuzzPlan(f *testing.F) {
 		checkGenerated(t, genFilter(&byteChooser{b: data}, 6))
 	})
 }
+
+// genRange picks a key range as a shared access signature's bounds make
+// one: each end unbounded, a partition's edge or a key.
+func genRange(c chooser) Range {
+	pos := func(start bool) Position {
+		pk, rk := keyAlphabet[c.Intn(len(keyAlphabet))], keyAlphabet[c.Intn(len(keyAlphabet))]
+		switch c.Intn(3) {
+		case 0:
+			return Position{}
+		case 1:
+			if start {
+				return Position{Kind: BeforePartition, PK: pk}
+			}
+			return Position{Kind: AfterPartition, PK: pk}
+		}
+		if start {
+			return Position{Kind: BeforeKey, PK: pk, RK: rk}
+		}
+		return Position{Kind: AfterKey, PK: pk, RK: rk}
+	}
+	return Range{Start: pos(true), End: pos(false)}
+}
+
+// checkClip checks PlanQuery(e).Clip(r) against the oracle: its ranges
+// hold no key outside r, and every key of r the plan held (every match
+// of e in r) is still in them.
+func checkClip(t testing.TB, e Expr, r Range) {
+	t.Helper()
+	p := PlanQuery(e)
+	cp := p.Clip(r)
+	checkPlanInvariants(t, cp)
+	for _, ent := range theOracleEntities {
+		inR := afterStart(r.Start, ent.pk, ent.rk) && beforeEnd(r.End, ent.pk, ent.rk)
+		inClipped := cp.Contains(ent.pk, ent.rk)
+		if inClipped && !inR {
+			t.Fatalf("filter %s, range %v: the clipped plan %v reads (%q,%q), outside the range", e, r, cp, ent.pk, ent.rk)
+		}
+		if inR && p.Contains(ent.pk, ent.rk) && !inClipped {
+			t.Fatalf("filter %s, range %v: the clipped plan %v lost (%q,%q), which the plan %v read", e, r, cp, ent.pk, ent.rk, p)
+		}
+	}
+}
+
+func TestPlanClip(t *testing.T) {
+	r := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for i := 0; i < 2000; i++ {
+		text := genFilter(r, 1+r.Intn(4))
+		e, err := Parse(text)
+		if err != nil {
+			t.Fatalf("generated filter %q does not parse: %v", text, err)
+		}
+		checkClip(t, e, genRange(r))
+	}
+	// A filter long enough to be coarsened to the hull of its boxes, and
+	// a range ending inside partition 'b' (a SAS with epk and erk): the
+	// hull covers all of 'b'; the clipped plan stops at ('b','a').
+	var sb strings.Builder
+	sb.WriteString("(PartitionKey lt 'b' or (PartitionKey eq 'b' and RowKey le 'a'))")
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&sb, " and RowKey ne 'zz%d'", i)
+	}
+	e, err := Parse(sb.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := Position{Kind: AfterKey, PK: "b", RK: "a"}
+	if p := PlanQuery(e); !p.Contains("b", "b") {
+		t.Fatalf("the long filter's plan %v is not coarsened past ('b','a'): the case this guards is gone", p)
+	}
+	cp := PlanQuery(e).Clip(Range{End: end})
+	if cp.Contains("b", "b") || cp.Contains("b", "aa") || !cp.Contains("b", "a") || !cp.Contains("a", "zz") {
+		t.Errorf("clipped plan %v: want every key up to ('b','a') and none after", cp)
+	}
+	checkClip(t, e, Range{End: end})
+}
+
+func FuzzPlanClip(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := &byteChooser{b: data}
+		r := genRange(c)
+		text := genFilter(c, 5)
+		e, err := Parse(text)
+		if err != nil {
+			t.Fatalf("generated filter %q does not parse: %v", text, err)
+		}
+		checkClip(t, e, r)
+	})
+}

@@ -495,6 +495,29 @@ func comparePositions(a Position, aStart bool, b Position, bStart bool) int {
 	return x.after - y.after
 }
 
+// Clip returns p with every range cut to r: a scan of its ranges reads no
+// key outside r. A shared access signature's key range is applied so,
+// exactly, and not only as a condition of the filter: a long filter's
+// plan is coarsened to the hull of its boxes (planWork), and the hull of
+// "PartitionKey lt 'b' or (PartitionKey eq 'b' and RowKey le '1')" is
+// the whole of partition 'b', whose keys a scan would then read, count
+// and name in its continuation.
+func (p Plan) Clip(r Range) Plan {
+	out := Plan{Class: p.Class, Ranges: make([]Range, 0, len(p.Ranges))}
+	for _, x := range p.Ranges {
+		if comparePositions(r.Start, true, x.Start, true) > 0 {
+			x.Start = r.Start
+		}
+		if comparePositions(r.End, false, x.End, false) < 0 {
+			x.End = r.End
+		}
+		if comparePositions(x.Start, true, x.End, false) < 0 {
+			out.Ranges = append(out.Ranges, x)
+		}
+	}
+	return out
+}
+
 // before reports whether position p (a start if isStart, else an end) lies
 // before the key (pk, rk).
 func (p Position) before(pk, rk string, isStart bool) bool {

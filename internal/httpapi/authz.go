@@ -140,6 +140,26 @@ func sasRangeFilter(s *auth.SAS) odata.Expr {
 	return e
 }
 
+// sasRange is the key range of s as scan bounds (PROTOCOL §8.5): from
+// (spk, srk) or the start of partition spk, to (epk, erk) or the end of
+// partition epk, both inclusive; unbounded where the SAS sets no bound.
+func sasRange(s *auth.SAS) odata.Range {
+	var r odata.Range
+	switch {
+	case s.HasStartPK && s.HasStartRK:
+		r.Start = odata.Position{Kind: odata.BeforeKey, PK: s.StartPK, RK: s.StartRK}
+	case s.HasStartPK:
+		r.Start = odata.Position{Kind: odata.BeforePartition, PK: s.StartPK}
+	}
+	switch {
+	case s.HasEndPK && s.HasEndRK:
+		r.End = odata.Position{Kind: odata.AfterKey, PK: s.EndPK, RK: s.EndRK}
+	case s.HasEndPK:
+		r.End = odata.Position{Kind: odata.AfterPartition, PK: s.EndPK}
+	}
+	return r
+}
+
 // loadProperties returns an account's service properties (the defaults
 // when never set).
 func (s *Server) loadProperties(ctx context.Context, account string) (settings.ServiceProperties, error) {

@@ -141,12 +141,16 @@ func (s *Server) handleQueryEntities(w http.ResponseWriter, r *http.Request, rc 
 		return err
 	}
 	if rc.sas != nil && rc.sas.HasKeyRange() {
-		// Clip the query to the SAS key range: never return a row outside it.
+		// Clip the query to the SAS key range: never return a row outside
+		// it (the filter), and never read, count or name one as the
+		// continuation (the scan's bounds).
 		if rf := sasRangeFilter(rc.sas); q.Filter == nil {
 			q.Filter = rf
 		} else {
 			q.Filter = &odata.And{L: q.Filter, R: rf}
 		}
+		within := sasRange(rc.sas)
+		q.Within = &within
 	}
 	if zero {
 		// $top=0: the filter is still checked, the table must exist, and

@@ -24,6 +24,9 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 		top = partita.MaxPageSize
 	}
 	plan := odata.PlanQuery(q.Filter)
+	if q.Within != nil {
+		plan = plan.Clip(*q.Within)
+	}
 	pg := &page{ctx: ctx, q: q, top: top, fn: fn, deadline: s.opts.Now().Add(s.opts.ScanTimeBudget)}
 	pg.info.Class = plan.Class
 	err := s.db.View(ctx, func(r kv.Reader) error {
