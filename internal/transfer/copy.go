@@ -451,6 +451,9 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 			if err == nil {
 				err = order.next(src.remote, table, npk, nrk, p)
 			}
+			if err == nil {
+				err = keyRange{Lo: r.Lo, Hi: r.Hi}.holds(src.remote.side, table, p)
+			}
 			select {
 			case pages <- item{p, err}:
 			case <-ctx.Done():

@@ -215,8 +215,10 @@ type client struct {
 	// accepted and never answered once held a copy for a 2-minute request
 	// timeout times 10 attempts.
 	headerTimeout, idleTimeout, requestTimeout time.Duration
-	// maxBody bounds a response body (maxResponse; tests set less).
-	maxBody int64
+	// maxBody bounds a response body (maxResponse; tests set less), and
+	// past largeBody (largeResponse; tests set less) a body is read
+	// holding largeGate.
+	maxBody, largeBody int64
 }
 
 // The client's timeouts (setTimeouts; tests set shorter ones).
@@ -258,13 +260,17 @@ func newClient(ep *Endpoint, side string, conns int) *client {
 		IdleConnTimeout:     4 * time.Second, // under Azurite's 5 s keep-alive
 		WriteBufferSize:     64 << 10,
 		ReadBufferSize:      64 << 10,
+		// No Accept-Encoding, so no transparent gzip: a Table service does
+		// not compress, and a source that did could send a megabyte that
+		// unpacks to the gigabyte bound, per request (once()).
+		DisableCompression: true,
 	}
 	// A Table service never redirects; following one would read from or
 	// write to whatever host it names, credentials and all.
 	noRedirect := func(req *http.Request, _ []*http.Request) error {
 		return &fatalError{fmt.Sprintf("refusing a redirect to %s: a Table service does not redirect", req.URL.Redacted())}
 	}
-	c := &client{ep: ep, hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout, maxBody: maxResponse}
+	c := &client{ep: ep, hc: &http.Client{Transport: tr, CheckRedirect: noRedirect}, u: u, side: side, retries: func() {}, maxAttempts: 10, requestTimeout: requestTimeout, maxBody: maxResponse, largeBody: largeResponse}
 	c.setTimeouts(headerTimeout, idleTimeout)
 	return c
 }
@@ -510,6 +516,9 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 	if resp.ContentLength > c.maxBody {
 		return nil, tooLarge() // said so up front: not downloaded
 	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil, &fatalError{fmt.Sprintf("%s %s: the response is encoded (Content-Encoding: %.40q), which partita copy does not ask for and a Table service does not send (not retried)", r.method, r.path, ce)}
+	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	if resp.ContentLength > 0 {
@@ -519,7 +528,20 @@ func (c *client) once(ctx context.Context, r *request) (*response, error) {
 		// buffers keep their room from one page to the next).
 		buf.Grow(int(min(resp.ContentLength, maxPregrow)) + 1)
 	}
-	_, err = buf.ReadFrom(io.LimitReader(body, c.maxBody+1))
+	// Up to largeBody as it comes; past it, one body at a time: each
+	// reader growing its own buffer towards the gigabyte bound (doubling
+	// it, the old copy alive meanwhile) took a copy's memory to 4 GiB per
+	// parallel reader, for a source sending pages of nothing.
+	_, err = buf.ReadFrom(io.LimitReader(body, min(c.maxBody, c.largeBody)+1))
+	if err == nil && int64(buf.Len()) > c.largeBody && c.maxBody > c.largeBody {
+		select {
+		case largeGate <- struct{}{}:
+			_, err = buf.ReadFrom(io.LimitReader(body, c.maxBody-int64(buf.Len())+1))
+			<-largeGate
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
 	if err != nil {
 		if buf.Cap() <= maxPooled {
 			bodyPool.Put(buf)
@@ -565,6 +587,13 @@ func (r *response) release() {
 	}
 	r.buf, r.body = nil, nil
 }
+
+// largeResponse is the size past which a response body is read while
+// holding largeGate, which one body at a time may hold: pages larger than
+// that (a thousand entities of 64 KiB and more) are rare.
+const largeResponse = 64 << 20
+
+var largeGate = make(chan struct{}, 1)
 
 // maxPregrow bounds the room made ahead for a declared body length.
 const maxPregrow = 16 << 20
@@ -619,8 +648,15 @@ func (c *client) ListTables(ctx context.Context) ([]string, error) {
 		return []string{c.ep.Table}, nil
 	}
 	var names []string
+	listed := map[string]bool{} // lower-case names: as many as names
+	var tokens scanTokens
 	next := ""
-	for {
+	for pages := 0; ; pages++ {
+		// Bounded while reading, not after: a source may list without
+		// end, in empty pages too.
+		if pages > maxTables {
+			return nil, fmt.Errorf("%s: list tables: more than %d pages: the source makes no progress", c.side, maxTables)
+		}
 		r := &request{method: http.MethodGet, path: "/Tables"}
 		if next != "" {
 			r.query = "NextTableName=" + queryEscape(next)
@@ -644,19 +680,34 @@ func (c *client) ListTables(ctx context.Context) ([]string, error) {
 			if err := checkTable(c.side, t.TableName); err != nil {
 				return nil, err
 			}
+		}
+		sent := next
+		next = resp.header.Get("x-ms-continuation-NextTableName")
+		switch {
+		case next == "":
+		case next == sent:
+			return nil, fmt.Errorf("%s: list tables: the continuation (NextTableName=%q) came back unchanged: the source makes no progress", c.side, next)
+		case len(v.Value) > 0:
+			tokens.reset()
+		case tokens.seen(next):
+			return nil, fmt.Errorf("%s: list tables: the continuation (NextTableName=%q) came back after other empty pages: the source makes no progress", c.side, next)
+		}
+		for _, t := range v.Value {
+			// Table names are case-insensitive; a name twice would be
+			// copied twice (into one export file, each entity twice).
+			lower := strings.ToLower(t.TableName)
+			if listed[lower] {
+				return nil, fmt.Errorf("%s: list tables: table %q is listed twice: a Table service lists each table once", c.side, t.TableName)
+			}
+			listed[lower] = true
 			names = append(names, t.TableName)
 		}
 		// Bounded while reading, not after: a source may list without end.
 		if len(names) > maxTables {
 			return nil, fmt.Errorf("%s: more than %d tables; select some with --tables", c.side, maxTables)
 		}
-		sent := next
-		next = resp.header.Get("x-ms-continuation-NextTableName")
 		if next == "" {
 			return names, nil
-		}
-		if next == sent {
-			return nil, fmt.Errorf("%s: list tables: the continuation (NextTableName=%q) came back unchanged: the source makes no progress", c.side, next)
 		}
 	}
 }

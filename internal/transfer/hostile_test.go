@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -822,5 +823,154 @@ func TestRetryAfter(t *testing.T) {
 		if got := retryAfter(c.h, now); got != c.want {
 			t.Errorf("retryAfter(%v) = %v, want %v", c.h, got, c.want)
 		}
+	}
+}
+
+// TestTablesListedInACycle: a source whose table list goes round in
+// empty pages (a, b, a …, each continuation new to the page before it)
+// fails the copy instead of looping, and so does one that lists a table
+// twice (once per case), which would copy it twice.
+func TestTablesListedInACycle(t *testing.T) {
+	ent := `{"value":[{"PartitionKey":"p","RowKey":"r","x":1}]}`
+	none := func(*http.Request) (string, string) { return "", "" }
+	cycle := func(r *http.Request) (string, string) {
+		if r.URL.Query().Get("NextTableName") == "a" {
+			return `{"value":[]}`, "b"
+		}
+		return `{"value":[]}`, "a"
+	}
+	err := runCopy(t, Options{From: loopSource(t, cycle, ent, none), To: filepath.Join(t.TempDir(), "out")})
+	if err == nil || !strings.Contains(err.Error(), "came back after other empty pages") {
+		t.Errorf("tables in a cycle of empty pages: err = %v, want no progress", err)
+	}
+	twice := func(r *http.Request) (string, string) {
+		if r.URL.Query().Get("NextTableName") == "" {
+			return `{"value":[{"TableName":"loop"}]}`, "m"
+		}
+		return `{"value":[{"TableName":"LOOP"}]}`, ""
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	err = runCopy(t, Options{From: loopSource(t, twice, ent, none), To: out})
+	if err == nil || !strings.Contains(err.Error(), `table "LOOP" is listed twice`) {
+		t.Errorf("a table listed twice: err = %v, want it refused", err)
+	}
+}
+
+// TestSourceIgnoresRange: a source that answers every range of a parallel
+// copy with the whole table (it ignores the PartitionKey conditions of
+// $filter) fails the copy, naming the key, instead of writing each
+// entity once per range.
+func TestSourceIgnoresRange(t *testing.T) {
+	pks := []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7"}
+	var all strings.Builder
+	all.WriteString(`{"value":[`)
+	for i, pk := range pks {
+		if i > 0 {
+			all.WriteString(",")
+		}
+		fmt.Fprintf(&all, `{"PartitionKey":%q,"RowKey":"r","x":1}`, pk)
+	}
+	all.WriteString("]}")
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		q := r.URL.Query()
+		switch {
+		case r.URL.Path == "/devstoreaccount1/Tables" && q.Get("$top") == "":
+			jsonReply(w, `{"value":[{"TableName":"tone"}]}`)
+		case r.URL.Path == "/devstoreaccount1/tone()" && q.Get("$select") == "PartitionKey":
+			// The partition listing is answered right: the next
+			// PartitionKey after the one in "PartitionKey gt '…'".
+			_, last, _ := strings.Cut(q.Get("$filter"), "PartitionKey gt '")
+			last = strings.TrimSuffix(last, "'")
+			next := ""
+			for _, pk := range pks {
+				if pk > last || (last == "" && q.Get("$filter") == "") {
+					next = pk
+					break
+				}
+			}
+			if next == "" {
+				jsonReply(w, `{"value":[]}`)
+			} else {
+				jsonReply(w, `{"value":[{"PartitionKey":"`+next+`"}]}`)
+			}
+		case r.URL.Path == "/devstoreaccount1/tone()":
+			jsonReply(w, all.String())
+		default:
+			return false
+		}
+		return true
+	})
+	out := filepath.Join(t.TempDir(), "out")
+	err := runCopy(t, Options{From: src, To: out, Parallel: 4})
+	if err == nil || !strings.Contains(err.Error(), "does not apply the filter") {
+		t.Fatalf("err = %v, want the source's answer outside the range refused", err)
+	}
+}
+
+// TestEncodedResponseRefused: the copy asks for no compression, so a
+// source's gzip body (a megabyte of it unpacked to the gigabyte bound,
+// per request) is refused as it is, not unpacked.
+func TestEncodedResponseRefused(t *testing.T) {
+	var asked atomic.Value
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path == "/devstoreaccount1/Tables" && r.URL.Query().Get("$top") == "" {
+			asked.Store(r.Header.Get("Accept-Encoding"))
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			gz.Write([]byte(`{"value":[{"TableName":"zipped"}]}`))
+			gz.Close()
+			return true
+		}
+		return false
+	})
+	err := runCopy(t, Options{From: src, To: filepath.Join(t.TempDir(), "out")})
+	if err == nil || !strings.Contains(err.Error(), "the response is encoded") {
+		t.Errorf("err = %v, want the encoded response refused", err)
+	}
+	if a, _ := asked.Load().(string); a != "" {
+		t.Errorf("the copy sent Accept-Encoding: %q", a)
+	}
+}
+
+// TestLargeBodiesOneAtATime: past largeBody, a response body is read
+// only while holding largeGate, so parallel readers do not each grow a
+// buffer towards the gigabyte bound at once; a smaller body does not wait.
+func TestLargeBodiesOneAtATime(t *testing.T) {
+	src := hostile(t, func(w http.ResponseWriter, r *http.Request) bool {
+		size := 100
+		if r.URL.Path == "/devstoreaccount1/big()" {
+			size = 5000
+		}
+		jsonReply(w, `{"value":[{"PartitionKey":"p","RowKey":"r","x":"`+strings.Repeat("x", size)+`"}]}`)
+		return true
+	})
+	c := testClient(t, src)
+	c.largeBody = 1000
+	ctx := context.Background()
+	largeGate <- struct{}{} // as another reader would
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.queryPage(ctx, "big", "", "", "", 0, "")
+		done <- err
+	}()
+	if _, err := c.queryPage(ctx, "small", "", "", "", 0, ""); err != nil {
+		t.Fatalf("a small body while the gate is held: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a large body was read while another held the gate (err %v)", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	<-largeGate
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the large body once the gate was free: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the large body was not read once the gate was free")
+	}
+	if len(largeGate) != 0 {
+		t.Error("the reader kept the gate")
 	}
 }

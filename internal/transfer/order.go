@@ -78,6 +78,29 @@ func keyAfter[S ~string | ~[]byte](ppk, prk, pk, rk S) bool {
 	return c8 > 0 || c16 > 0
 }
 
+// holds checks that page p's entities lie in the PartitionKey range r the
+// query asked for (its first and last suffice: a page is in key order,
+// which keyOrder checked), in either order keyCmp knows. A source that
+// ignored the range's condition made every parallel range of a table
+// return the whole table: an export of 8 entities wrote 32, without a
+// word.
+func (r keyRange) holds(side, table string, p *page) error {
+	if !p.keyed {
+		return nil
+	}
+	if r.Lo != "" {
+		if c8, c16 := keyCmp(p.first[0], r.Lo); c8 < 0 && c16 < 0 {
+			return fmt.Errorf("%s: query %s: asked for PartitionKey ge %q, the source returned PartitionKey=%q: it does not apply the filter", side, table, r.Lo, p.first[0])
+		}
+	}
+	if r.Hi != "" {
+		if c8, c16 := keyCmp(p.last[0], r.Hi); c8 >= 0 && c16 >= 0 {
+			return fmt.Errorf("%s: query %s: asked for PartitionKey lt %q, the source returned PartitionKey=%q: it does not apply the filter", side, table, r.Hi, p.last[0])
+		}
+	}
+	return nil
+}
+
 // keyOrder follows the keys of one page's entities as the page is read.
 // Keys handed to add must stay valid until the next add (a page's
 // response body is released only after its entities are read).
@@ -120,9 +143,44 @@ const maxTokens = 1 << 16
 type scanOrder struct {
 	last   [2]string
 	any    bool
-	seed   maphash.Seed
-	tokens map[uint64]struct{}
+	tokens scanTokens
 }
+
+// scanTokens remembers the continuations of a scan's empty pages since
+// its last page with entities (or tables), as 64-bit hashes, up to
+// maxTokens of them.
+type scanTokens struct {
+	seed maphash.Seed
+	m    map[uint64]struct{}
+}
+
+// seen reports whether the continuation made of parts came before, and
+// remembers it.
+func (t *scanTokens) seen(parts ...string) bool {
+	if t.m == nil {
+		t.seed = maphash.MakeSeed()
+		t.m = map[uint64]struct{}{}
+	}
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	for i, p := range parts {
+		if i > 0 {
+			h.WriteByte(0)
+		}
+		h.WriteString(p)
+	}
+	k := h.Sum64()
+	if _, ok := t.m[k]; ok {
+		return true
+	}
+	if len(t.m) < maxTokens {
+		t.m[k] = struct{}{}
+	}
+	return false
+}
+
+// reset forgets the continuations: the scan made progress.
+func (t *scanTokens) reset() { clear(t.m) }
 
 // next checks page p, read with the continuation (sentPK, sentRK).
 func (s *scanOrder) next(c *client, table, sentPK, sentRK string, p *page) error {
@@ -134,27 +192,14 @@ func (s *scanOrder) next(c *client, table, sentPK, sentRK string, p *page) error
 			return fmt.Errorf("%s: query %s: a page starts at PartitionKey=%q RowKey=%q, not after the previous page's last PartitionKey=%q RowKey=%q: the source returns entities again (a continuation loop)", c.side, table, p.first[0], p.first[1], s.last[0], s.last[1])
 		}
 		s.last, s.any = p.last, true
-		clear(s.tokens)
+		s.tokens.reset()
 		return nil
 	}
 	if p.nextPK == "" && p.nextRK == "" {
 		return nil
 	}
-	if s.tokens == nil {
-		s.seed = maphash.MakeSeed()
-		s.tokens = map[uint64]struct{}{}
-	}
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(p.nextPK)
-	h.WriteByte(0)
-	h.WriteString(p.nextRK)
-	k := h.Sum64()
-	if _, seen := s.tokens[k]; seen {
+	if s.tokens.seen(p.nextPK, p.nextRK) {
 		return fmt.Errorf("%s: query %s: the continuation (NextPartitionKey=%q NextRowKey=%q) came back after other empty pages: the source makes no progress", c.side, table, p.nextPK, p.nextRK)
-	}
-	if len(s.tokens) < maxTokens {
-		s.tokens[k] = struct{}{}
 	}
 	return nil
 }
