@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -256,6 +257,11 @@ type sinkFile struct {
 	path string   // the name it gets
 	gz   *gzip.Writer
 	w    *bufio.Writer
+	// keep is the mode of the regular file the export replaces, which
+	// the new one takes (keepMode); else it has what the umask leaves of
+	// 0666, as os.Create gives.
+	keep     os.FileMode
+	keepMode bool
 }
 
 func newFileSink(spec string) (*fileSink, error) {
@@ -302,11 +308,14 @@ func (s *fileSink) file(table string) (*sinkFile, error) {
 	if len(s.files) >= maxTables {
 		return nil, fmt.Errorf("destination: more than %d tables", maxTables)
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".partial-*")
+	f, err := createPartial(p)
 	if err != nil {
 		return nil, fmt.Errorf("destination: %w", err)
 	}
 	sf := &sinkFile{f: f, path: p}
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+		sf.keep, sf.keepMode = fi.Mode().Perm(), true
+	}
 	var w io.Writer = f
 	if s.gz {
 		sf.gz = gzip.NewWriter(f)
@@ -315,6 +324,20 @@ func (s *fileSink) file(table string) (*sinkFile, error) {
 	sf.w = bufio.NewWriterSize(w, 1<<20)
 	s.files[p] = sf
 	return sf, nil
+}
+
+// createPartial creates the temporary file that becomes p, beside it, with
+// the mode os.Create gives (0666 less the umask: os.CreateTemp's 0600,
+// widened to 0644 when the export ended, ignored a umask of 077).
+func createPartial(p string) (*os.File, error) {
+	for range 100 {
+		name := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".partial-"+newID())
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, fmt.Errorf("no free temporary name beside %s", p)
 }
 
 // write appends the records of es in table.
@@ -366,8 +389,8 @@ func (s *fileSink) close(ok bool) error {
 			if sf.gz != nil && err == nil {
 				err = sf.gz.Close()
 			}
-			if err == nil {
-				err = sf.f.Chmod(0o644) // as os.Create under the usual umask; CreateTemp makes 0600
+			if err == nil && sf.keepMode {
+				err = sf.f.Chmod(sf.keep)
 			}
 			if err == nil {
 				err = sf.f.Sync()
