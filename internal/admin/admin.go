@@ -264,6 +264,13 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.backing.Unlock()
+	// An empty directory given as the target is replaced by the backup
+	// (claim), which keeps its mode where that is the stricter: made 0700
+	// for the backup, it became 0755.
+	var keep os.FileMode
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		keep = fi.Mode().Perm()
+	}
 	if err := claim(dir); err != nil {
 		status := http.StatusInternalServerError
 		switch {
@@ -280,6 +287,15 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 		h.o.Logger.Error("backup failed", "dir", dir, "err", err)
 		fail(w, http.StatusInternalServerError, "backup into %s failed: %v", dir, err)
 		return
+	}
+	if keep != 0 {
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&^keep != 0 {
+			if err := os.Chmod(dir, fi.Mode().Perm()&keep); err != nil {
+				h.o.Logger.Error("backup written, its directory's mode not restored", "dir", dir, "err", err)
+				fail(w, http.StatusInternalServerError, "backup into %s written, but its mode was not restored to %v: %v", dir, keep, err)
+				return
+			}
+		}
 	}
 	secs := time.Since(start).Seconds()
 	size := dirSize(dir)

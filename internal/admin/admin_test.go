@@ -167,3 +167,67 @@ func TestBackupThroughFile(t *testing.T) {
 		}
 	}
 }
+
+// TestBackupMode: a backup's directory is no more open than the store's
+// (Pebble made it 0755 whatever the data directory's mode), and an empty
+// directory given as the target keeps its mode where that is stricter.
+func TestBackupMode(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(data, 0o700); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	db, err := pebblekv.Open(data, &pebblekv.Options{MinFreeBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store, err := tablestore.Open(context.Background(), db, tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(admin.New(admin.Options{DB: db, Engine: "pebble", Store: store}))
+	defer srv.Close()
+	mode := func(p string) os.FileMode {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	backup := func(dir string) {
+		t.Helper()
+		if code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"`+dir+`"}`); code != http.StatusOK {
+			t.Fatalf("backup into %s: %d %s", dir, code, body)
+		}
+	}
+	out := t.TempDir()
+	if err := os.Chmod(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	backup(filepath.Join(out, "new"))
+	if m := mode(filepath.Join(out, "new")); m != 0o700 {
+		t.Errorf("a backup of a 0700 store: mode %v, want 0700", m)
+	}
+
+	if err := os.Chmod(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	given := filepath.Join(out, "given")
+	if err := os.Mkdir(given, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(given, 0o700)
+	backup(given)
+	if m := mode(given); m != 0o700 {
+		t.Errorf("a backup into an empty 0700 directory: mode %v, want 0700 kept", m)
+	}
+	backup(filepath.Join(out, "open"))
+	if m := mode(filepath.Join(out, "open")); m != 0o755 {
+		t.Errorf("a backup of a 0755 store: mode %v, want 0755", m)
+	}
+}

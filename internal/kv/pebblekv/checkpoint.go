@@ -71,6 +71,15 @@ func (d *DB) Checkpoint(ctx context.Context, dir string) error {
 	if err := writeStoreVersion(d.fs, tmp); err != nil {
 		return fail(err)
 	}
+	// The backup is no more open than the store: Pebble makes the
+	// directory 0755 whatever the data directory's mode, and a store
+	// kept 0700 gave a backup every local user could read. (Its files
+	// are left alone: the tables are hard links of the store's own.)
+	if fi, err := os.Stat(d.dirs[0]); err == nil {
+		if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+			return fail(err)
+		}
+	}
 	if err := d.fs.Rename(tmp, dir); err != nil {
 		return fail(err)
 	}
