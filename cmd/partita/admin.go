@@ -75,9 +75,14 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          httpErrorLog(log),
+		ConnState:         connState, // for the listener's reclaim
 	}
 	fx.onFatal(func() { srv.Close() })
-	go srv.Serve(limitConnections(ln, adminConnections))
+	// At the cap a new connection takes the place of one idle between
+	// requests (capListener): with a plain limit, any local process that
+	// kept 64 keep-alive connections idle (one request each a minute)
+	// left /healthz, /readyz and backups unanswered.
+	go srv.Serve(newCapListener(ln, adminConnections))
 	fmt.Fprintf(stdout, "partita: admin listening on http://%s\n", ln.Addr())
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +12,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/partita/partita/internal/kv/memkv"
 )
 
 // TestOperatorOnly: the unauthenticated listeners refuse what a web page
@@ -127,5 +133,41 @@ func TestPprofRefusesCrossSiteReads(t *testing.T) {
 		if resp.StatusCode != c.want {
 			t.Errorf("GET %s with %v: %d, want %d", c.path, c.header, resp.StatusCode, c.want)
 		}
+	}
+}
+
+// TestAdminIdleConnectionsReclaimed: a local process holding every one of
+// the admin listener's connections idle between requests (keep-alive,
+// one request each) no longer leaves /healthz unanswered: a new client
+// takes the place of an idle one.
+func TestAdminIdleConnectionsReclaimed(t *testing.T) {
+	var out strings.Builder
+	c := Config{AdminAddr: "127.0.0.1:0", Store: "memory"}
+	stop, err := startAdmin(c, memkv.New(), nil, observability{}, slog.New(slog.DiscardHandler), &out, &fatalExit{log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, url, _ := strings.Cut(strings.TrimSpace(out.String()), "http://")
+	for i := 0; i < adminConnections; i++ {
+		c := dial(t, url)
+		br := bufio.NewReader(c)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	cl := &http.Client{Timeout: 3 * time.Second}
+	resp, err := cl.Get("http://" + url + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz with %d idle connections held: %v", adminConnections, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/healthz: %d", resp.StatusCode)
 	}
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"math"
-	"net"
-
-	"golang.org/x/net/netutil"
 )
 
 // storeFiles is how many of the process's open files are kept out of
@@ -60,10 +57,4 @@ func storeOpenFiles(nofile uint64) int {
 		return max(n, 16)
 	}
 	return 0
-}
-
-// limitConnections makes ln accept at most n connections at once; more
-// wait in the kernel's accept queue until one closes.
-func limitConnections(ln net.Listener, n int) net.Listener {
-	return netutil.LimitListener(ln, n)
 }

@@ -469,8 +469,8 @@ func startPprof(addr string, log *slog.Logger, fx *fatalExit) error {
 		return fmt.Errorf("--pprof: %w", err)
 	}
 	fx.onFatal(func() { pl.Close() })
-	srv := &http.Server{Handler: pprofHandler(pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log)}
-	go srv.Serve(limitConnections(pl, adminConnections))
+	srv := &http.Server{Handler: pprofHandler(pl), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httpErrorLog(log), ConnState: connState}
+	go srv.Serve(newCapListener(pl, adminConnections))
 	log.Info("pprof listening", "addr", pl.Addr().String())
 	return nil
 }
