@@ -347,6 +347,35 @@ test('console in a real browser', async (t) => {
     assert.match(rows[1], new RegExp(`^p1,r1,[^,]+,-42,${WHEN.replaceAll('.', '\\.')},${BLOB.replaceAll('/', '\\/')},${GUID},first,5$`));
   });
 
+  await step('a CSV cell a spreadsheet would run as a formula is written as text', async () => {
+    const csvTable = TABLE + 'csv';
+    assert.equal((await signed('POST', '/Tables', { body: JSON.stringify({ TableName: csvTable }) })).status, 201);
+    const body = JSON.stringify({ PartitionKey: 'f1', RowKey: '=HYPERLINK("x.example","y")', At: '@SUM(1)', Plus: '+1+1',
+      Minus: '-1+2', Tab: '\tx', Neg: -7, NegText: '-7.5', Plain: 'a=b' });
+    assert.equal((await signed('POST', `/${csvTable}`, { body })).status, 201);
+    await page.fill('#q-table', csvTable);
+    await runQuery('');
+    const dl = page.waitForEvent('download');
+    await page.click('#download-csv');
+    const chunks = [];
+    for await (const c of await (await dl).createReadStream()) chunks.push(c);
+    const [head, row] = Buffer.concat(chunks).toString('utf8').trimEnd().split('\r\n');
+    const cols = head.split(',');
+    // The row's cells, CSV-unquoted (the formula key holds quotes and a comma).
+    const cells = [...row.matchAll(/("(?:[^"]|"")*"|[^,]*)(?:,|$)/g)].map((m) => m[1].startsWith('"') ? m[1].slice(1, -1).replaceAll('""', '"') : m[1]).slice(0, cols.length);
+    const cell = (name) => cells[cols.findIndex((c) => c === name || c.startsWith(name + '@'))];
+    assert.equal(cell('RowKey'), `'=HYPERLINK("x.example","y")`);
+    assert.equal(cell('At'), "'@SUM(1)");
+    assert.equal(cell('Plus'), "'+1+1");
+    assert.equal(cell('Minus'), "'-1+2");
+    assert.equal(cell('Tab'), "'\tx");
+    assert.equal(cell('Neg'), '-7');
+    assert.equal(cell('NegText'), '-7.5');
+    assert.equal(cell('Plain'), 'a=b');
+    await page.fill('#q-table', TABLE);
+    await runQuery('');
+  });
+
   await step('upload a JSON-lines file', async () => {
     const text = '{"PartitionKey":"up","RowKey":"1","N@odata.type":"Edm.Int64","N":"5","odata.etag":"W/\\"x\\""}\n'
       + '{"PartitionKey":"up","RowKey":"2","Flag":true}\n';

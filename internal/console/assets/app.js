@@ -345,7 +345,14 @@ async function downloadJSONL() {
   } catch (err) { fail(err); }
 }
 
+// csvField quotes s for CSV. A cell a spreadsheet would run as a formula
+// (one that starts with =, +, -, @, a tab or a CR, and is not a plain
+// number) gets a leading apostrophe, which spreadsheets show as text:
+// keys and values come from any client of the table, and a formula such
+// as =HYPERLINK(...) runs when the download is opened. The JSONL download
+// is the one that round-trips.
 function csvField(s) {
+  if (/^[=+\-@\t\r]/.test(s) && !/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s)) s = "'" + s;
   return /[",\n\r]/.test(s) ? '"' + s.replaceAll('"', '""') + '"' : s;
 }
 
