@@ -124,6 +124,18 @@ type Iterator interface {
 	Close() error
 }
 
+// Rebounder is implemented by iterators that can move to new bounds and
+// go on reading the state of the store they were made in (pebblekv's:
+// a Pebble iterator reads one state, and a View takes no snapshot, so two
+// iterators of one View may see different states). A query scanning
+// several key ranges does so with one iterator, so that it sees every
+// batch whole or not at all; pgkv's iterators need not, as the iterators
+// of one of its Views read one snapshot. After SetBounds the iterator is
+// unpositioned.
+type Rebounder interface {
+	SetBounds(lower, upper []byte)
+}
+
 // LastIterator is implemented by the iterators of engines that can
 // position on the last key within the bounds (memkv and pebblekv): the
 // table store learns a partition's key range with it.

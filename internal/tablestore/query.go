@@ -38,6 +38,16 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 		if q.Next != nil {
 			resume = entityKey(nil, t.id, q.Next.PartitionKey, q.Next.RowKey)
 		}
+		// One iterator for every range where the engine can move it
+		// (kv.Rebounder): a Pebble iterator reads the store as of its
+		// making, and one per range let a batch committed between two
+		// ranges show in one and not the other: a page with half of it.
+		var it kv.Iterator
+		defer func() {
+			if it != nil {
+				it.Close()
+			}
+		}()
 		for _, rg := range plan.Ranges {
 			lo := position(t.id, rg.Start, false)
 			hi := position(t.id, rg.End, true)
@@ -52,7 +62,18 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 			if bytes.Compare(lo, hi) >= 0 {
 				continue
 			}
-			done, err := s.scan(r, kv.IterOptions{LowerBound: lo, UpperBound: hi}, pg)
+			if rb, ok := it.(kv.Rebounder); ok {
+				rb.SetBounds(lo, hi)
+			} else {
+				if it != nil {
+					it.Close()
+				}
+				if it, err = r.NewIter(kv.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+					it = nil
+					return err
+				}
+			}
+			done, err := s.scan(it, pg)
 			if err != nil || done {
 				return err
 			}
@@ -89,14 +110,9 @@ type page struct {
 
 // scan reads one key range into pg. It returns done=true when the page is
 // full or the budget is spent (pg.info.Next set if entities remain).
-func (s *Store) scan(r kv.Reader, o kv.IterOptions, pg *page) (bool, error) {
+func (s *Store) scan(it kv.Iterator, pg *page) (bool, error) {
 	filter, borrow := pg.q.Filter, pg.q.Borrow
 	e, info := &pg.e, &pg.info
-	it, err := r.NewIter(o)
-	if err != nil {
-		return false, err
-	}
-	defer it.Close()
 	var v view
 	get := v.get
 	for ok := it.First(); ok; ok = it.Next() {

@@ -37,6 +37,14 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+func TestRangesOneState(t *testing.T) {
+	db, err := pebblekv.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kvtest.RangesOneState(t, db)
+}
+
 // TestReopen checks that committed data survives a close and reopen.
 func TestReopen(t *testing.T) {
 	dir := t.TempDir()

@@ -32,6 +32,10 @@ func TestConformance(t *testing.T) {
 	kvtest.Run(t, func(t *testing.T) kv.DB { return open(t, pgtest.NewDatabase(t)) })
 }
 
+func TestRangesOneState(t *testing.T) {
+	kvtest.RangesOneState(t, open(t, pgtest.NewDatabase(t)))
+}
+
 // TestSerializableAcrossPools: two pools (as two front ends) increment one
 // counter with read-modify-write transactions; none is lost.
 func TestSerializableAcrossPools(t *testing.T) {
