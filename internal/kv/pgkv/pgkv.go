@@ -647,7 +647,7 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 	// Fresh slices: the previous chunk's rows are let go, not kept alive
 	// by a large backing array.
 	it.keys, it.vals = make([][]byte, 0, limit), make([][]byte, 0, limit)
-	size := 0
+	size, cut := 0, false
 	for rows.Next() {
 		var k, v []byte
 		if err := rows.Scan(&k, &v); err != nil {
@@ -659,13 +659,28 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		it.vals = append(it.vals, v)
 		it.r.saw(k)
 		size += len(k) + len(v)
+		if size >= iterChunkBytes {
+			// The chunk's length is guessed from the rows before it, and a
+			// range of small rows followed by large ones fooled the guess:
+			// after 8 small rows a chunk of 500 rows of 1 MiB entities was
+			// held whole, 500 MB for one query or a three-operation
+			// batch's existence reads. The chunk ends here, at most
+			// iterChunkBytes and one row; Close reads the rest of the
+			// answer off the connection without keeping it (so such a
+			// layout costs its transfer once per iterator: the next
+			// guess follows the large rows).
+			cut = true
+			break
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
 		return false
 	}
-	it.done = len(it.keys) < limit
+	// Fewer rows than asked for is the end of the range, unless the
+	// chunk was cut for its bytes.
+	it.done = len(it.keys) < limit && !cut
 	if n := len(it.keys); n > 0 {
 		it.chunk = min(max(iterChunkBytes/max(size/n, 1), 1), iterChunk)
 	}

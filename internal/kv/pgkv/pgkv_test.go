@@ -304,6 +304,65 @@ func TestIteratorChunksFollowRowSize(t *testing.T) {
 	}
 }
 
+// TestIteratorChunksCutAtBytes: a range of small rows followed by large
+// ones does not fool the chunk's size: after 8 rows of a few bytes the
+// next chunk was asked for 500 rows and held every large row of the range
+// (500 MB for 1 MiB entities, from one query). Each chunk now ends once
+// it holds ChunkBytes, so an iterator holds at most that and one row.
+func TestIteratorChunksCutAtBytes(t *testing.T) {
+	db := open(t, pgtest.NewDatabase(t))
+	defer db.Close()
+	ctx := context.Background()
+	big := make([]byte, 256<<10)
+	if err := db.Update(ctx, func(tx kv.Txn) error {
+		for i := 0; i < 8; i++ {
+			if err := tx.Set([]byte(fmt.Sprintf("a%02d", i)), []byte("small")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(fmt.Sprintf("b%02d", i)), big) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	most := 0 // bytes held at once
+	for _, seek := range []bool{false, true} {
+		err := db.View(ctx, func(r kv.Reader) error {
+			it, err := r.NewIter(kv.IterOptions{})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			n := 0
+			ok := it.First()
+			if seek { // as a batch's existence reads go: a seek past the small rows
+				for ; ok && n < 8; ok = it.Next() {
+					n++
+				}
+				ok = it.SeekGE([]byte("b00"))
+			}
+			for ; ok; ok = it.Next() {
+				n++
+				most = max(most, pgkv.LoadedBytes(it))
+			}
+			if n != 48 {
+				t.Errorf("seek %v: %d rows, want 48", seek, n)
+			}
+			return it.Error()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if most > pgkv.ChunkBytes+len(big)+64 {
+		t.Errorf("%d KiB held at once, want at most %d KiB and one row", most>>10, pgkv.ChunkBytes>>10)
+	}
+}
+
 // TestConflictsExhaustedAreBusy: a write whose serialization failures
 // outlast its retries (other front ends' writers kept winning) fails with
 // kv.ErrUnavailable, which clients get as 503 ServerBusy and retry, not as
