@@ -114,6 +114,7 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	}
 	var res partita.Result
 	var key, stored []byte
+	var begun, cached bool // rowCache.begin: called, and its answer
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
@@ -142,16 +143,16 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 			}
 		}
 		res, stored, err = s.apply(tx, key, op, cur)
+		if err == nil && s.rows != nil && !begun { // once, should an engine run fn again
+			// Out of the cache before the commit can be seen (rowcache.go).
+			cached, begun = s.rows.begin(key), true
+		}
 		return err
 	})
-	if s.rows != nil && key != nil {
-		// After the commit (and after a failed one too, which may have
-		// reached the engine): the cache must not keep the old value.
-		if err == nil {
-			s.rows.update(key, stored)
-		} else {
-			s.rows.invalidate(key)
-		}
+	if begun {
+		// Back in, as committed; a failed commit, which may have
+		// reached the engine, puts nothing back.
+		s.rows.end(key, stored, cached && err == nil)
 	}
 	if s.bounds != nil && key != nil && mayCreate(op.Kind) {
 		s.bounds.widen(key[:partitionPrefixLen(key)], key) // before the key's lock goes
@@ -273,6 +274,7 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	results := make([]partita.Result, len(ops))
 	var keys [][]byte
 	var vals [][]byte // written values, for the row cache
+	var cached []bool // rowCache.begin's answers, once called
 	err := s.db.Update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
@@ -317,15 +319,18 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 				return &partita.BatchError{Index: i, Err: err}
 			}
 		}
+		if s.rows != nil && cached == nil { // once, should an engine run fn again
+			// Out of the cache before the commit can be seen (rowcache.go).
+			cached = make([]bool, len(keys))
+			for i, k := range keys {
+				cached[i] = s.rows.begin(k)
+			}
+		}
 		return nil
 	})
-	if s.rows != nil {
+	if cached != nil {
 		for i, k := range keys {
-			if err == nil {
-				s.rows.update(k, vals[i])
-			} else {
-				s.rows.invalidate(k)
-			}
+			s.rows.end(k, vals[i], cached[i] && err == nil)
 		}
 	}
 	if s.bounds != nil {

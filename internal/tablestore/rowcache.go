@@ -13,18 +13,21 @@ import (
 // the sole writer of its kv.DB has one (not Options.Shared: another front
 // end's writes would not invalidate it).
 //
-// Consistency: every write of an entity, still holding its key's lock,
-// replaces the key's cached value with what it committed (update; a
-// failed write, which may have reached the engine, drops it: invalidate),
-// and each of those bumps the key's shard's epoch. A reader adds what it
-// read only if the epoch has not moved since just before its read
-// (ticket, then add). A reader that took its ticket after a write's
-// update read after that write's commit, so what it adds is at least as
-// new; one that took it before is refused, and one that adds before the
-// write's update has its value replaced by it. Between a commit and its
-// update, readers may still get the old value from the cache, as they may
-// from the engine while the write is in flight: the write has not been
-// acknowledged yet.
+// Consistency: every write of an entity, holding its key's lock, takes
+// the key out of the cache before its commit can become visible (begin,
+// inside the transaction) and, once the commit returned, puts back what
+// it committed if the key was cached (end; a failed write, which may have
+// reached the engine, puts nothing back). Both bump the key's shard's
+// epoch, and while a write of the shard is between them the shard takes
+// no value from readers. A reader adds what it read only if the epoch has
+// not moved since just before its read and no write is in flight (ticket,
+// then add): a value read before a write's end is refused, one read
+// after it is at least as new as the write. So while a write is in flight
+// point reads go to the engine, as queries do: Pebble makes a commit
+// visible before its log is synced, and a cache updated only after the
+// sync answered the old value for those milliseconds to a client that
+// had already seen the new one in a query (time going backwards, and half
+// a batch when the two reads were of two of its entities).
 //
 // The cache is bounded in bytes (keys, values and a fixed overhead per
 // entry), per shard, and evicts with the clock algorithm: a hit marks an
@@ -64,8 +67,9 @@ func roundAlloc(n int) int {
 }
 
 type rowShard struct {
-	mu    sync.Mutex
-	epoch uint64 // bumped by every invalidation in this shard
+	mu     sync.Mutex
+	epoch  uint64 // bumped by every write's begin and end in this shard
+	writes int    // writes between their begin and their end
 	m     map[string]*rowEntry
 	ring  []*rowEntry // clock order; nil slots are free
 	free  []int       // the nil slots of ring
@@ -145,7 +149,7 @@ func (c *rowCache) add(key, val []byte, t uint64) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.epoch != t {
+	if sh.epoch != t || sh.writes > 0 {
 		return
 	}
 	if old := sh.m[string(key)]; old != nil {
@@ -154,29 +158,42 @@ func (c *rowCache) add(key, val []byte, t uint64) {
 	sh.insert(c.perShard, &rowEntry{key: string(key), val: append([]byte(nil), val...)}, size)
 }
 
-// invalidate forgets key's value; it follows a write of key that failed
-// but may have reached the engine.
-func (c *rowCache) invalidate(key []byte) { c.update(key, nil) }
-
-// update follows a committed write of key: its cached value, if it has
-// one, becomes val (nil: the entity was deleted), which the cache now owns
-// and no one may modify. A key that is not cached stays out, so bulk
-// writes do not sweep the cache.
-func (c *rowCache) update(key, val []byte) {
+// begin takes key out of the cache before a write of it commits: from
+// here to end, point reads of it, and of its shard, go to the engine. It
+// reports whether key was cached, which end is told. The caller holds
+// key's lock and calls end exactly once, whatever becomes of the write.
+func (c *rowCache) begin(key []byte) (cached bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.epoch++
-	old := sh.m[string(key)]
-	if old == nil {
-		return
+	sh.writes++
+	if old := sh.m[string(key)]; old != nil {
+		sh.remove(old)
+		return true
 	}
-	sh.remove(old)
+	return false
+}
+
+// end follows begin once the write's commit returned. With put (the write
+// committed, and key was cached at begin) key's value becomes val (nil:
+// the entity was deleted), which the cache now owns and no one may
+// modify; a key that was not cached stays out, so bulk writes do not
+// sweep the cache.
+func (c *rowCache) end(key, val []byte, put bool) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.epoch++
+	sh.writes--
 	size := entrySize(len(key), len(val))
-	if val == nil || size > c.perShard/8 {
+	if !put || val == nil || size > c.perShard/8 {
 		return
 	}
-	e := &rowEntry{key: old.key, val: val}
+	if old := sh.m[string(key)]; old != nil { // not while the key's lock is held; for safety
+		sh.remove(old)
+	}
+	e := &rowEntry{key: string(key), val: val}
 	e.ref.Store(true)
 	sh.insert(c.perShard, e, size)
 }

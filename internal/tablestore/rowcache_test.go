@@ -82,42 +82,59 @@ func TestRowCacheClock(t *testing.T) {
 	}
 }
 
-// TestRowCacheTicket: a value read before an invalidation of its shard is
-// refused; one read after is taken; update replaces only cached keys.
+// TestRowCacheTicket: a value read before a write's begin or end in its
+// shard is refused, and so is one read while a write of the shard is in
+// flight; one read after is taken; end puts back only keys that were
+// cached at begin.
 func TestRowCacheTicket(t *testing.T) {
 	c := newRowCache(1 << 20)
 	k, other := []byte("key"), []byte("other")
 	tk := c.ticket(k)
-	c.invalidate(k)
+	c.end(k, nil, c.begin(k)) // a write that failed
 	c.add(k, []byte("old"), tk)
 	if v, ok := c.get(k); ok {
-		t.Fatalf("a read from before an invalidation was cached: %q", v)
+		t.Fatalf("a read from before a write was cached: %q", v)
 	}
 	c.add(k, []byte("new"), c.ticket(k))
 	if v, ok := c.get(k); !ok || string(v) != "new" {
 		t.Fatalf("got %q, %v; want new", v, ok)
 	}
-	// An invalidation of another key in the same shard refuses too: the
-	// epoch is the shard's.
+	// A write of another key in the same shard refuses too: the epoch is
+	// the shard's; and while it is in flight nothing of the shard is
+	// taken, even with a ticket taken during it.
 	for i := 0; c.shard(other) != c.shard(k); i++ {
 		other = []byte(fmt.Sprintf("other%d", i))
 	}
 	tk = c.ticket(k)
-	c.update(other, []byte("x"))
-	c.invalidate(k)
+	wasCached := c.begin(other)
 	c.add(k, []byte("stale"), tk)
+	c.add(k, []byte("during"), c.ticket(k))
+	if v, ok := c.get(k); !ok || string(v) != "new" {
+		t.Fatalf("a read during another key's write replaced the cached value: %q, %v", v, ok)
+	}
+	c.end(k, nil, c.begin(k))
+	c.add(k, []byte("during"), c.ticket(k))
 	if v, ok := c.get(k); ok {
-		t.Fatalf("stale value cached: %q", v)
+		t.Fatalf("a value read while a write of the shard was in flight was cached: %q", v)
 	}
+	c.end(other, []byte("x"), wasCached)
 	if _, ok := c.get(other); ok {
-		t.Error("update cached a key that was not cached")
+		t.Error("end cached a key that was not cached at begin")
 	}
+	// The write of a cached key: out of the cache from begin, back in as
+	// committed at end.
 	c.add(k, []byte("v1"), c.ticket(k))
-	c.update(k, []byte("v2"))
-	if v, ok := c.get(k); !ok || string(v) != "v2" {
-		t.Errorf("after update: %q, %v; want v2", v, ok)
+	if !c.begin(k) {
+		t.Fatal("begin: the key was cached")
 	}
-	c.update(k, nil)
+	if v, ok := c.get(k); ok {
+		t.Errorf("between begin and end: %q cached, want a miss", v)
+	}
+	c.end(k, []byte("v2"), true)
+	if v, ok := c.get(k); !ok || string(v) != "v2" {
+		t.Errorf("after end: %q, %v; want v2", v, ok)
+	}
+	c.end(k, nil, c.begin(k)) // a delete
 	if v, ok := c.get(k); ok {
 		t.Errorf("after a delete: %q cached", v)
 	}
