@@ -70,12 +70,12 @@ type rowShard struct {
 	mu     sync.Mutex
 	epoch  uint64 // bumped by every write's begin and end in this shard
 	writes int    // writes between their begin and their end
-	m     map[string]*rowEntry
-	ring  []*rowEntry // clock order; nil slots are free
-	free  []int       // the nil slots of ring
-	hand  int
-	used  int64
-	_     [32]byte // keep shards' locks off one cache line
+	m      map[string]*rowEntry
+	ring   []*rowEntry // clock order; nil slots are free
+	free   []int       // the nil slots of ring
+	hand   int
+	used   int64
+	_      [32]byte // keep shards' locks off one cache line
 }
 
 type rowEntry struct {
