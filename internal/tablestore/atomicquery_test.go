@@ -2,12 +2,15 @@ package tablestore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
 	"github.com/partita/partita/internal/kv"
+	"github.com/partita/partita/internal/kv/memkv"
 	"github.com/partita/partita/internal/kv/pebblekv"
 	"github.com/partita/partita/internal/tablestore"
 	"github.com/partita/partita/odata"
@@ -115,5 +118,51 @@ func TestQueryRangesSeeBatchWhole(t *testing.T) {
 	}
 	if len(got) != 2 || got[0][len("r000="):] != got[1][len("r099="):] {
 		t.Errorf("entities of one batch from two states: %v", got)
+	}
+}
+
+// keyTooLargeAtCommit fails every commit as PostgreSQL does for a key its
+// btree cannot index: after the transaction ran, without naming the key.
+type keyTooLargeAtCommit struct{ kv.DB }
+
+func (k keyTooLargeAtCommit) Update(c context.Context, fn func(kv.Txn) error) error {
+	errCommit := fmt.Errorf("pgkv: commit: %w", kv.ErrKeyTooLarge)
+	err := k.DB.Update(c, func(tx kv.Txn) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errCommit // rolls back: nothing of it is written
+	})
+	return err
+}
+
+// TestBatchKeyTooLargeNamesAnOperation: a batch whose commit the engine
+// refuses for a key too long to index fails as a BatchError naming the
+// operation with the longest keys (a changeset response with its index),
+// not as a bare error.
+func TestBatchKeyTooLargeNamesAnOperation(t *testing.T) {
+	db := memkv.New()
+	s, err := tablestore.Open(ctx, db, tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateTable(ctx, "acct", "keys"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = tablestore.Open(ctx, keyTooLargeAtCommit{db}, tablestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	long := strings.Repeat("\u4e00", 400)
+	var ops []partita.Op
+	for _, rk := range []string{"a", long, "b"} {
+		ops = append(ops, partita.Op{Kind: partita.OpInsertOrReplace, Entity: &partita.Entity{PartitionKey: "p", RowKey: rk}})
+	}
+	_, err = s.WriteBatch(ctx, "acct", "keys", ops)
+	var be *partita.BatchError
+	if !errors.As(err, &be) || be.Index != 1 || partita.ErrorCode(be.Err) != partita.CodePropertyValueTooLarge {
+		t.Fatalf("err = %#v, want a BatchError at index 1 with PropertyValueTooLarge", err)
 	}
 }

@@ -355,9 +355,31 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 		}
 	}
 	if err != nil {
+		var be *partita.BatchError
+		if !errors.As(err, &be) && errors.Is(err, kv.ErrKeyTooLarge) {
+			// The engine refused a key at the commit, without saying
+			// which: the operation with the longest keys has one the
+			// engine cannot index (PostgreSQL's limit is on one index
+			// row). Named, the failure is a changeset response with its
+			// index, as for every other refused operation, not a bare
+			// 400 that clients reading the failed operation's index lose.
+			err = &partita.BatchError{Index: longestKeys(ops), Err: err}
+		}
 		return nil, err
 	}
 	return results, nil
+}
+
+// longestKeys returns the index of the operation whose PartitionKey and
+// RowKey are the longest together (the first of equals).
+func longestKeys(ops []partita.Op) int {
+	best, n := 0, -1
+	for i, op := range ops {
+		if l := len(op.Entity.PartitionKey) + len(op.Entity.RowKey); l > n {
+			best, n = i, l
+		}
+	}
+	return best
 }
 
 // needsCurrent reports whether a write must read the entity's current
