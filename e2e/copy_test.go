@@ -762,6 +762,15 @@ func TestCopySelection(t *testing.T) {
 	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--filter", "PartitionKey eq 'p'"); err == nil || !strings.Contains(stderr, "--filter selects the entities of an endpoint source") {
 		t.Errorf("--filter with a file source: err %v, stderr %q", err, stderr)
 	}
+	// With --verify too (it compared the filtered endpoint with the whole
+	// file, and reported every entity left out as a difference), and with
+	// the file on the other side.
+	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--filter", "PartitionKey eq 'p'", "--verify"); err == nil || !strings.Contains(stderr, "--filter selects the entities of an endpoint source") {
+		t.Errorf("--filter --verify with a file source: err %v, stderr %q", err, stderr)
+	}
+	if _, stderr, err := runCopy(t, "--from", bConn, "--to", file, "--filter", "PartitionKey eq 'p'", "--verify"); err == nil || !strings.Contains(stderr, "--filter with --verify needs an endpoint on both sides") {
+		t.Errorf("--filter --verify with a file destination: err %v, stderr %q", err, stderr)
+	}
 	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--tables", "only[*"); err == nil || !strings.Contains(stderr, `--tables: bad pattern "only[*"`) {
 		t.Errorf("a bad --tables pattern with a file source: err %v, stderr %q", err, stderr)
 	}

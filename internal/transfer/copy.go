@@ -164,6 +164,14 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	if o.Filter != "" && src.remote == nil {
+		return errors.New("--filter selects the entities of an endpoint source; a file source is copied whole (select its tables with --tables)")
+	}
+	if o.Filter != "" && o.Verify && dst.remote == nil {
+		// A file side is read whole: comparing it with a filtered
+		// endpoint reports every entity the filter left out.
+		return errors.New("--filter with --verify needs an endpoint on both sides; a file is compared whole (select its tables with --tables)")
+	}
 	if o.Verify {
 		return verify(ctx, o, src, dst)
 	}
@@ -177,9 +185,6 @@ func Run(ctx context.Context, o Options) error {
 	}
 
 	var cp *checkpoint
-	if o.Filter != "" && src.remote == nil {
-		return errors.New("--filter selects the entities of an endpoint source; a file source is copied whole (select its tables with --tables)")
-	}
 	if o.Checkpoint != "" {
 		if src.remote == nil {
 			return errors.New("--checkpoint needs an endpoint source (a file import is idempotent: run it again)")
