@@ -98,8 +98,48 @@ func openCheckpoint(path string, o Options) (*checkpoint, error) {
 	if s.Tables == nil {
 		s.Tables = map[string]*cpTable{}
 	}
+	for name, t := range s.Tables {
+		if err := t.check(); err != nil {
+			return nil, fmt.Errorf("--checkpoint %s: table %q: %v; remove the file to start over", path, name, err)
+		}
+	}
 	cp.s = s
 	return cp, nil
+}
+
+// check refuses the ranges of a table not done that do not cover its key
+// space once, end to end: an edited or damaged file whose ranges left a
+// gap (or none at all) had the table marked done with a part of it, or
+// nothing, copied, and exit 0.
+func (t *cpTable) check() error {
+	if t == nil {
+		return errors.New("no state")
+	}
+	if t.Done {
+		return nil
+	}
+	if t.Ranges == nil {
+		return nil // ranges not recorded yet: they are made anew
+	}
+	if len(t.Ranges) == 0 {
+		return errors.New("no key ranges")
+	}
+	for i, r := range t.Ranges {
+		if r == nil {
+			return fmt.Errorf("range %d is empty", i)
+		}
+		switch {
+		case i == 0 && r.Lo != "":
+			return fmt.Errorf("the first range starts at %q, not at the start of the table", r.Lo)
+		case i > 0 && r.Lo != t.Ranges[i-1].Hi:
+			return fmt.Errorf("range %d starts at %q, not where range %d ends (%q)", i, r.Lo, i-1, t.Ranges[i-1].Hi)
+		case i == len(t.Ranges)-1 && r.Hi != "":
+			return fmt.Errorf("the last range ends at %q, not at the end of the table", r.Hi)
+		case i < len(t.Ranges)-1 && r.Hi == "":
+			return fmt.Errorf("range %d ends at the end of the table, before range %d", i, i+1)
+		}
+	}
+	return nil
 }
 
 func (cp *checkpoint) tableDone(table string) bool {

@@ -45,8 +45,14 @@ func TestCheckpointConcurrentAdvances(t *testing.T) {
 	}
 	const ranges, steps = 8, 40
 	rs := make([]*rangeState, ranges)
-	for i := range rs {
-		rs[i] = &rangeState{Lo: fmt.Sprint(i)}
+	for i := range rs { // end to end, as openCheckpoint requires
+		rs[i] = &rangeState{}
+		if i > 0 {
+			rs[i].Lo = fmt.Sprint(i)
+		}
+		if i < ranges-1 {
+			rs[i].Hi = fmt.Sprint(i + 1)
+		}
 	}
 	if err := cp.setRanges("t", rs); err != nil {
 		t.Fatal(err)
@@ -76,6 +82,39 @@ func TestCheckpointConcurrentAdvances(t *testing.T) {
 	for i, r := range got {
 		if want := fmt.Sprintf("p%d-%03d", i, steps); r.NextPK != want || !r.Done {
 			t.Errorf("range %d on disk: next %q done %v, want %q done", i, r.NextPK, r.Done, want)
+		}
+	}
+}
+
+// TestCheckpointRangesCoverTheTable: a checkpoint whose ranges of a table
+// not done leave a gap, or are none, is refused (an edited one had the
+// table marked done with part of it, or nothing, copied, and exit 0);
+// ranges end to end, and a table done, are taken.
+func TestCheckpointRangesCoverTheTable(t *testing.T) {
+	o := Options{From: "a", To: "b"}
+	for _, c := range []struct {
+		tables string
+		ok     bool
+	}{
+		{`{"t":{"ranges":[{"lo":"","hi":""}],"done":false}}`, true},
+		{`{"t":{"ranges":[{"lo":"","hi":"p5"},{"lo":"p5","hi":""}],"done":false}}`, true},
+		{`{"t":{"ranges":[],"done":true}}`, true},
+		{`{"t":{"done":false}}`, true},
+		{`{"t":{"ranges":[],"done":false}}`, false},
+		{`{"t":{"ranges":[{"lo":"p12","hi":"p25"}],"done":false}}`, false},
+		{`{"t":{"ranges":[{"lo":"","hi":"p5"},{"lo":"p6","hi":""}],"done":false}}`, false},
+		{`{"t":{"ranges":[{"lo":"","hi":""},{"lo":"","hi":""}],"done":false}}`, false},
+		{`{"t":{"ranges":[null],"done":false}}`, false},
+		{`{"t":null}`, false},
+	} {
+		path := filepath.Join(t.TempDir(), "ck")
+		body := fmt.Sprintf(`{"job":%q,"tables":%s}`, jobID(o), c.tables)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := openCheckpoint(path, o)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: err = %v, want ok %v", c.tables, err, c.ok)
 		}
 	}
 }
