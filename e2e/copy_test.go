@@ -854,10 +854,25 @@ func TestCopySAS(t *testing.T) {
 	if got := readTable(t, b.Endpoint(), "rangedst"); len(got) != 2 {
 		t.Errorf("rangedst holds %d entities, want the 2 in the SAS's range", len(got))
 	}
+	// Several entities a partition: the SAS refuses a whole batch without
+	// naming an entity, and skip sends it again one entity at a time (it
+	// stopped the copy at the first batch that held one, nothing copied).
+	seedBulk(t, aSvc, "manypart", 5, 50, 10) // 10 a partition: part-000-é … part-004-é
+	if _, err := bSvc.CreateTable(context.Background(), "rangedst2", nil); err != nil {
+		t.Fatal(err)
+	}
+	rq2 := sasSpec{table: "rangedst2", perms: "au", spk: "part-001", epk: "part-003"}.build(t) // part-001-é, part-002-é
+	_, stderr, err := runCopy(t, "--from", connString(a.Endpoint(), devKey), "--to", b.Endpoint()+"/rangedst2?"+rq2, "--tables", "manypart", "--on-refused", "skip", "--parallel", "1")
+	if err == nil || !strings.Contains(stderr, "refused some entities: 30") {
+		t.Errorf("batches refused whole: err %v, stderr %q: want 30 refused entities reported", err, stderr)
+	}
+	if got := readTable(t, b.Endpoint(), "rangedst2"); len(got) != 20 {
+		t.Errorf("rangedst2 holds %d entities, want the 20 in the SAS's range", len(got))
+	}
 
 	// A SAS with a wrong signature fails before anything moves, naming the side.
 	bad := strings.Replace(srcURL, "sig=", "sig=AAAA", 1)
-	_, stderr, err := runCopy(t, "--from", bad, "--to", filepath.Join(t.TempDir(), "x.jsonl"))
+	_, stderr, err = runCopy(t, "--from", bad, "--to", filepath.Join(t.TempDir(), "x.jsonl"))
 	if err == nil || !strings.Contains(stderr, "source:") || !strings.Contains(stderr, "rejected the credentials: 403 AuthenticationFailed") {
 		t.Errorf("bad SAS: err %v, stderr %q", err, stderr)
 	}

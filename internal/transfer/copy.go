@@ -298,6 +298,19 @@ func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared,
 				break
 			}
 			var ref *Refused
+			var unnamed *unnamedRefusal
+			if errors.As(err, &unnamed) && w.o.SkipRefused && len(chunk) > 1 {
+				// A refusal that names no entity (a key-range SAS refuses
+				// the whole batch): each entity alone, so that a refusal
+				// names it and the others are written. It stopped the
+				// copy at the first batch that held one.
+				for i := range chunk {
+					if err := w.writePrepared(ctx, table, chunk[i:i+1], ts); err != nil {
+						return err
+					}
+				}
+				break
+			}
 			if !errors.As(err, &ref) {
 				return err
 			}

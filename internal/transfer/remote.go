@@ -509,8 +509,16 @@ func (c *client) refusal(table string, ps []prepared, code, msg string, err erro
 	if len(ps) == 1 {
 		return &Refused{Table: table, PartitionKey: ps[0].pk, RowKey: ps[0].rk, Code: code, Message: msg}
 	}
-	return err
+	return &unnamedRefusal{err}
 }
+
+// unnamedRefusal is a refusal of one or more entities of a batch that
+// names none of them: a key-range SAS's 403 for the whole batch. The
+// writer sends such a batch again one entity at a time to learn which.
+type unnamedRefusal struct{ err error }
+
+func (u *unnamedRefusal) Error() string { return u.err.Error() }
+func (u *unnamedRefusal) Unwrap() error { return u.err }
 
 // batchFailure reads the sub-responses of a $batch response of ops
 // operations: the first non-2xx one's status, error code and message
