@@ -37,7 +37,7 @@ func (f *fatalExit) onFatal(close func()) {
 // exit never returns.
 func (f *fatalExit) exit(err error) {
 	f.dying.Store(true)
-	f.log.Error(pebblekv.FatalMessage, "err", err.Error())
+	f.log.Error(pebblekv.FatalMessageFor(err), "err", err.Error())
 	f.mu.Lock()
 	closes := f.closes
 	f.mu.Unlock()

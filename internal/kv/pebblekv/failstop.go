@@ -17,8 +17,19 @@ import (
 )
 
 // FatalMessage is the one line the default Options.OnFatal logs before
-// the process exits.
+// the process exits (FatalMessageFor: unless the store's files were
+// removed or replaced under it).
 const FatalMessage = "fatal storage error: partita stops; a restart recovers every acknowledged write from the write-ahead log"
+
+// FatalMessageFor is the line to log for err: FatalMessage, except when
+// the store's directory or files were removed or replaced while it ran,
+// when a restart cannot promise the writes acknowledged since.
+func FatalMessageFor(err error) string {
+	if errors.Is(err, ErrFilesRemoved) || errors.Is(err, ErrDirReplaced) {
+		return "fatal storage error: partita stops; the store's files were removed or replaced while it ran, so the writes acknowledged since may be lost: restore from a backup, or the files, before starting again"
+	}
+	return FatalMessage
+}
 
 // fataler is where every error the store cannot go on from ends up:
 // Pebble's Fatalf, a failed write to the write-ahead log, a background
@@ -54,7 +65,7 @@ func (f *fataler) stop(err error) {
 			f.onFatal(err)
 			return
 		}
-		f.log.Error(FatalMessage, "err", err.Error())
+		f.log.Error(FatalMessageFor(err), "err", err.Error())
 		os.Exit(1)
 	})
 	select {}

@@ -92,6 +92,12 @@ var ErrDiskStalled = errors.New("the disk stopped answering")
 // one, while the store is open.
 var ErrDirReplaced = errors.New("the store's directory was removed or replaced while it was open")
 
+// ErrFilesRemoved is wrapped by the error given to Options.OnFatal when
+// the store's files are deleted from its directory while it is open (its
+// LOCK file is gone or replaced): the writes it acknowledged since went to
+// files no directory holds any more.
+var ErrFilesRemoved = errors.New("the store's files were removed from its directory while it was open")
+
 // ErrCorruption is wrapped by the error given to Options.OnFatal when a
 // read finds a block of the store that fails its checksum.
 var ErrCorruption = errors.New("on-disk corruption")
@@ -176,7 +182,11 @@ type DB struct {
 	watcher *stallWatch // the disk-stall monitor of Options.MaxSyncDuration
 	fs      vfs.FS      // Options.FS, unwrapped
 
-	walClaim *walClaim // the lock of Options.WALDir, when apart
+	walClaim *walClaim  // the lock of Options.WALDir, when apart
+	dirLocks []*os.File // lockDir's locks of dirs, held until Close
+	// lockInfo is the data directory's LOCK file as opened (checkDirs):
+	// gone or replaced, the store's files were deleted under it.
+	lockInfo os.FileInfo
 
 	readOnly  bool
 	scanFlush scanFlusher
@@ -268,6 +278,41 @@ func Open(dir string, o *Options) (*DB, error) {
 		po.Experimental.ValueSeparationPolicy = func() pebble.ValueSeparationPolicy { return vs }
 	}
 	po.EnsureDefaults()
+	// The directories' own locks first, before Pebble or partita writes
+	// anything in them (a second server that found no LOCK file wrote a
+	// MANIFEST into a live store before it was refused).
+	var dirLocks []*os.File
+	defer func() {
+		if !opened {
+			for _, f := range dirLocks {
+				f.Close()
+			}
+		}
+	}()
+	if o.FS == nil {
+		for i, ld := range storeDirs {
+			if !o.ReadOnly {
+				if err := os.MkdirAll(ld, 0o755); err != nil {
+					cache.Unref()
+					return nil, fmt.Errorf("pebblekv: %w", err)
+				}
+			}
+			what := "data directory"
+			if i > 0 {
+				what = "WAL directory"
+			}
+			f, ok, err := lockDir(ld, what)
+			switch {
+			case errors.Is(err, ErrInUse):
+				cache.Unref()
+				return nil, err
+			case !ok:
+				orDefault(o.Logger).Warn("the store's directory cannot be locked on this file system: only Pebble's LOCK file keeps a second server out", "dir", ld, "err", err)
+			default:
+				dirLocks = append(dirLocks, f)
+			}
+		}
+	}
 	if err := checkStoreVersion(po.FS, dir); err != nil {
 		cache.Unref()
 		return nil, err
@@ -353,8 +398,12 @@ func Open(dir string, o *Options) (*DB, error) {
 	if d.minFree > 0 {
 		d.checkSpace()
 	}
+	d.dirLocks = dirLocks
 	if !o.ReadOnly && o.FS == nil {
 		d.dirInfos = statDirs(d.dirs)
+		if fi, err := os.Stat(filepath.Join(dir, lockFileName)); err == nil {
+			d.lockInfo = fi
+		}
 	}
 	if d.minFree > 0 || d.dirInfos != nil {
 		d.watching.Add(1)
@@ -396,8 +445,24 @@ func (d *DB) checkDirs() error {
 			return fmt.Errorf("%w: %s is another directory than the one opened (moved away, restored or re-linked)", ErrDirReplaced, dir)
 		}
 	}
+	// The files deleted from the directory (rm DIR/*, a "stale" LOCK
+	// removed): Pebble writes on into files no directory holds, and went
+	// on acknowledging writes for seconds, none of which a restart finds.
+	if d.lockInfo != nil {
+		lock := filepath.Join(d.dirs[0], lockFileName)
+		fi, err := os.Stat(lock)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("%w: %s is gone", ErrFilesRemoved, lock)
+		case err == nil && !os.SameFile(d.lockInfo, fi):
+			return fmt.Errorf("%w: %s is another file than the one opened", ErrFilesRemoved, lock)
+		}
+	}
 	return nil
 }
+
+// lockFileName is Pebble's lock file in the data directory.
+const lockFileName = "LOCK"
 
 // space is what a file system has left (freeSpace).
 type space struct {
@@ -553,6 +618,9 @@ func (d *DB) Close() error {
 	d.watching.Wait()
 	err := d.db.Close()
 	d.walClaim.release()
+	for _, f := range d.dirLocks {
+		f.Close()
+	}
 	d.watcher.Close()
 	if err != nil {
 		return fmt.Errorf("pebblekv: close: %w", err)

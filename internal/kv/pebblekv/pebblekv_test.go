@@ -660,6 +660,75 @@ func TestDirectoryReplacedIsFatal(t *testing.T) {
 	}
 }
 
+// TestLockFileDeletedStillLocked: deleting a store's LOCK file while it
+// is open (a "stale" lock removed by hand) no longer lets a second store
+// open the directory: the directory's own lock refuses it before it
+// writes anything there (it wrote a MANIFEST into the live store, and two
+// servers then wrote files of the same numbers until neither opened). The
+// first store stops within a second: its files were touched under it.
+// Deleting every file stops it too, naming that, and the fatal line no
+// longer promises what a restart cannot give.
+func TestLockFileDeletedStillLocked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rm   func(dir string) error
+	}{
+		{"LOCK", func(dir string) error { return os.Remove(filepath.Join(dir, "LOCK")) }},
+		{"every file", func(dir string) error {
+			names, err := os.ReadDir(dir)
+			if err != nil {
+				return err
+			}
+			for _, n := range names {
+				if err := os.RemoveAll(filepath.Join(dir, n.Name())); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "db")
+			fatal := make(chan error, 1)
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			db, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, OnFatal: func(err error) { fatal <- err }, Logger: quiet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.rm(dir); err != nil {
+				t.Fatal(err)
+			}
+			before, _ := os.ReadDir(dir)
+			second, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, Logger: quiet})
+			if err == nil {
+				second.Close()
+				t.Fatalf("a second store opened %s while the first had it open", dir)
+			}
+			if !errors.Is(err, pebblekv.ErrInUse) {
+				t.Errorf("second Open: %v, want ErrInUse", err)
+			}
+			if after, _ := os.ReadDir(dir); len(after) != len(before) {
+				t.Errorf("the refused second Open changed the directory: %d entries, were %d", len(after), len(before))
+			}
+			select {
+			case err := <-fatal:
+				if !errors.Is(err, pebblekv.ErrFilesRemoved) {
+					t.Fatalf("OnFatal(%v); want ErrFilesRemoved", err)
+				}
+				if m := pebblekv.FatalMessageFor(err); strings.Contains(m, "a restart recovers") || !strings.Contains(m, "removed or replaced") {
+					t.Errorf("the fatal line for removed files: %q", m)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("the store went on 2 s after its files were removed")
+			}
+		})
+	}
+}
+
 // TestWALDirIsTheStoresOwn: Pebble locks only the data directory, and two
 // stores given one WAL directory both wrote their "000004.log" there, over
 // each other's. A second store is now refused a WAL directory in use, and
