@@ -17,10 +17,10 @@ import (
 // the key out of the cache before its commit can become visible (begin,
 // inside the transaction) and, once the commit returned, puts back what
 // it committed if the key was cached (end; a failed write, which may have
-// reached the engine, puts nothing back). Both bump the key's shard's
-// epoch, and while a write of the shard is between them the shard takes
-// no value from readers. A reader adds what it read only if the epoch has
-// not moved since just before its read and no write is in flight (ticket,
+// reached the engine, puts nothing back). While a write of the shard is
+// between them the shard takes no value from readers, and end bumps the
+// shard's epoch. A reader adds what it read only if the epoch has not
+// moved since just before its read and no write is in flight (ticket,
 // then add): a value read before a write's end is refused, one read
 // after it is at least as new as the write. So while a write is in flight
 // point reads go to the engine, as queries do: Pebble makes a commit
@@ -68,7 +68,7 @@ func roundAlloc(n int) int {
 
 type rowShard struct {
 	mu     sync.Mutex
-	epoch  uint64 // bumped by every write's begin and end in this shard
+	epoch  uint64 // bumped by every write's end in this shard
 	writes int    // writes between their begin and their end
 	m      map[string]*rowEntry
 	ring   []*rowEntry // clock order; nil slots are free
@@ -166,7 +166,6 @@ func (c *rowCache) begin(key []byte) (cached bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.epoch++
 	sh.writes++
 	if old := sh.m[string(key)]; old != nil {
 		sh.remove(old)
@@ -190,7 +189,11 @@ func (c *rowCache) end(key, val []byte, put bool) {
 	if !put || val == nil || size > c.perShard/8 {
 		return
 	}
-	if old := sh.m[string(key)]; old != nil { // not while the key's lock is held; for safety
+	// Not cached now (begin took it out, readers add nothing while a
+	// write is in flight, and the key's lock keeps other writers out);
+	// checked all the same, as an entry replaced in the map without its
+	// ring slot would leak its bytes from the budget for good.
+	if old := sh.m[string(key)]; old != nil {
 		sh.remove(old)
 	}
 	e := &rowEntry{key: string(key), val: val}

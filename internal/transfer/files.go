@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -333,7 +332,7 @@ func createPartial(p string) (*os.File, error) {
 	for range 100 {
 		name := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".partial-"+newID())
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
-		if !errors.Is(err, fs.ErrExist) {
+		if !errors.Is(err, os.ErrExist) {
 			return f, err
 		}
 	}

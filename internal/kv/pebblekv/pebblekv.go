@@ -282,8 +282,9 @@ func Open(dir string, o *Options) (*DB, error) {
 	// anything in them (a second server that found no LOCK file wrote a
 	// MANIFEST into a live store before it was refused).
 	var dirLocks []*os.File
+	abandoned := false // an Open left running (errAbandoned) may still use the directories
 	defer func() {
-		if !opened {
+		if !opened && !abandoned {
 			for _, f := range dirLocks {
 				f.Close()
 			}
@@ -330,7 +331,6 @@ func Open(dir string, o *Options) (*DB, error) {
 		}
 		claim = c
 	}
-	abandoned := false
 	defer func() {
 		if !opened && !abandoned {
 			claim.release() // an abandoned Open may still use the directory
