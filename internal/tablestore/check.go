@@ -25,8 +25,11 @@ func (s *Store) Probe(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
-	ticks := s.tick(0)
-	if err := s.db.Update(ctx, func(tx kv.Txn) error {
+	if err := s.update(ctx, func(tx kv.Txn) error {
+		ticks, err := s.tick(tx, 0)
+		if err != nil {
+			return err
+		}
 		return tx.Set(probeKey, binary.AppendUvarint(nil, uint64(ticks)))
 	}); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -81,7 +84,8 @@ func (r *CheckReport) problem(max int, format string, args ...any) {
 // entry decodes with a valid table name and an id of its own below the
 // next id, every entity's key and value decode and its table id is in the
 // catalog, every ACL belongs to a table in the catalog and decodes, every
-// set of service properties decodes. A table that is being deleted may
+// set of service properties decodes, no entity's Timestamp is above the
+// tick ceiling (ticks.go) when there is one. A table that is being deleted may
 // still have entities and an ACL (its purge resumes when the server
 // starts). The error is for failures to read, not for inconsistencies,
 // which are in the report.
@@ -90,6 +94,7 @@ func Check(ctx context.Context, db kv.DB, o CheckOptions) (*CheckReport, error) 
 		o.MaxProblems = 100
 	}
 	rep := &CheckReport{}
+	var ceiling int64        // the tick ceiling (0: none); its key sorts before every entity's
 	byID := map[uint64]int{} // table id → index in rep.Tables; as many as the catalog has
 	var e partita.Entity
 	err := db.View(ctx, func(r kv.Reader) error {
@@ -147,6 +152,13 @@ func Check(ctx context.Context, db kv.DB, o CheckOptions) (*CheckReport, error) 
 					if _, n := binary.Uvarint(v); n <= 0 || n != len(v) {
 						rep.problem(o.MaxProblems, "readiness probe record: malformed value %q", v)
 					}
+				case bytes.HasPrefix(k, ceilingPrefix):
+					c, ok := ceilingOf(k)
+					if !ok || len(v) != 0 {
+						rep.problem(o.MaxProblems, "tick ceiling: malformed key %q or value %q", k, v)
+						continue
+					}
+					ceiling = max(ceiling, c)
 				default:
 					rep.problem(o.MaxProblems, "unknown key %q", k)
 				}
@@ -170,6 +182,8 @@ func Check(ctx context.Context, db kv.DB, o CheckOptions) (*CheckReport, error) 
 				rep.Entities++
 				if err := decodeEntityInto(v, &e, true); err != nil {
 					rep.problem(o.MaxProblems, "entity key %q: value: %v", k, err)
+				} else if ceiling != 0 && e.Timestamp > ceiling {
+					rep.problem(o.MaxProblems, "entity key %q: Timestamp %d above the tick ceiling %d", k, e.Timestamp, ceiling)
 				}
 			case nsACL:
 				if len(k) != 9 {

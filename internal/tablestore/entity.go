@@ -115,7 +115,7 @@ func (s *Store) Write(ctx context.Context, account, tableName string, op partita
 	var res partita.Result
 	var key, stored []byte
 	var begun, cached bool // rowCache.begin: called, and its answer
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
+	err := s.update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
 			return err
@@ -236,8 +236,8 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 	}
 	var ts int64
 	if op.Kind != partita.OpDelete {
-		ts = s.tick(after)
-		stored := *e // the caller's entity is left as it was
+		ts, _ = s.tick(nil, after) // a shared store has no ceiling, so no error
+		stored := *e               // the caller's entity is left as it was
 		stored.Timestamp = ts
 		w.Value = appendEntity(make([]byte, 0, encodedSize(&stored)), &stored)
 	}
@@ -275,7 +275,7 @@ func (s *Store) WriteBatch(ctx context.Context, account, tableName string, ops [
 	var keys [][]byte
 	var vals [][]byte // written values, for the row cache
 	var cached []bool // rowCache.begin's answers, once called
-	err := s.db.Update(ctx, func(tx kv.Txn) error {
+	err := s.update(ctx, func(tx kv.Txn) error {
 		t, err := s.table(tx, account, tableName)
 		if err != nil {
 			return &partita.BatchError{Index: 0, Err: err}
@@ -476,7 +476,11 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 		cp := *e // the caller's entity is left as it was
 		stored = &cp
 	}
-	stored.Timestamp = s.tick(curTicks)
+	ts, err := s.tick(tx, curTicks)
+	if err != nil {
+		return partita.Result{}, nil, err
+	}
+	stored.Timestamp = ts
 	val := appendEntity(make([]byte, 0, encodedSize(stored)), stored)
 	if err := tx.Set(key, val); err != nil {
 		return partita.Result{}, nil, fmt.Errorf("write entity: %w", err)

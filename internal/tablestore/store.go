@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/partita/partita"
-	"github.com/partita/partita/edm"
 	"github.com/partita/partita/internal/kv"
 )
 
@@ -84,7 +83,11 @@ type Store struct {
 	bounds *partBounds // nil when Shared (bounds.go)
 
 	lastTick atomic.Int64 // the last Timestamp handed out
-	seed     maphash.Seed
+	// ceiling bounds the Timestamps this process may hand out: the value
+	// last written at ceilingKey (ticks.go). MaxInt64 on a shared store.
+	ceiling atomic.Int64
+	ceilMu  sync.Mutex // raises of ceiling, one at a time
+	seed    maphash.Seed
 	// Write locks. A single-entity write holds its partition's lock shared
 	// and its key's lock exclusively, so writes of different entities run
 	// (and sync) together even in one partition; a batch holds its
@@ -131,6 +134,9 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 	if !o.Shared {
 		s.rows = newRowCache(o.RowCacheBytes)
 		s.bounds = newPartBounds(ctx, s.db)
+	}
+	if err := s.loadCeiling(ctx); err != nil {
+		return nil, err
 	}
 	var pending []*tableRecord
 	err := s.db.View(ctx, func(r kv.Reader) error {
@@ -269,20 +275,6 @@ func (s *Store) lockTable(account, name string) *tableLock {
 	l := s.locks.acquire(catalogName(account, name))
 	l.Lock()
 	return l
-}
-
-// tick returns a fresh Timestamp, strictly greater than every one handed
-// out before by this process and than after, so two writes of one entity
-// never share an ETag even within one clock tick.
-func (s *Store) tick(after int64) int64 {
-	now := edm.TicksFromTime(s.opts.Now())
-	for {
-		last := s.lastTick.Load()
-		t := max(now, last+1, after+1)
-		if s.lastTick.CompareAndSwap(last, t) {
-			return t
-		}
-	}
 }
 
 // ValidateTableName checks a table name for Create Table.
