@@ -418,7 +418,10 @@ type faultProxy struct {
 	every    int          // fail every Nth $batch (0: never)
 	batches  atomic.Int64
 	injected atomic.Int64
-	mu       sync.Mutex
+	// stallAfter, when above 0, holds every $batch after that many
+	// until its client goes away.
+	stallAfter atomic.Int64
+	mu         sync.Mutex
 	// failedAt and retriedAt time the first injected 503 (Retry-After: 1)
 	// and the request after it.
 	failedAt, retriedAt time.Time
@@ -439,6 +442,10 @@ func startFaultProxy(t *testing.T, target string, every int) *faultProxy {
 			fp.mu.Unlock()
 			if d := fp.delay.Load(); d > 0 {
 				time.Sleep(time.Duration(d))
+			}
+			if s := fp.stallAfter.Load(); s > 0 && n > s {
+				<-r.Context().Done()
+				return
 			}
 			if fp.every > 0 && n%int64(fp.every) == 0 {
 				k := fp.injected.Add(1)
@@ -853,6 +860,39 @@ func TestCopySAS(t *testing.T) {
 	}
 	if got := readTable(t, b.Endpoint(), "rangedst"); len(got) != 2 {
 		t.Errorf("rangedst holds %d entities, want the 2 in the SAS's range", len(got))
+	}
+	// Killed in the middle of a page that had a refusal, and resumed: the
+	// page is copied again and its refusals counted once (they were
+	// recorded one by one ahead of the page's progress, and counted again
+	// by the resumed run: 5 reported for 4).
+	if _, err := bSvc.CreateTable(context.Background(), "rangedst3", nil); err != nil {
+		t.Fatal(err)
+	}
+	fp := startFaultProxy(t, b.URL, 0)
+	fp.stallAfter.Store(3) // part-000-é and part-001-é written, part-002-é refused, then the stall
+	rq3 := sasSpec{table: "rangedst3", perms: "au", spk: "part-000", epk: "part-002"}.build(t)
+	ckpt3 := filepath.Join(t.TempDir(), "range3.ckpt")
+	args3 := []string{"copy", "--progress", "none", "--from", connString(a.Endpoint(), devKey), "--to", fp.URL + "/" + devAccount + "/rangedst3?" + rq3,
+		"--tables", "onepart", "--on-refused", "skip", "--parallel", "1", "--checkpoint", ckpt3}
+	cmd := exec.Command(partitaBin, args3...)
+	cmd.Stdout, cmd.Stderr = &testWriter{t: t}, &testWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); fp.batches.Load() < 4; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the copy sent %d batches, never reaching the stall", fp.batches.Load())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	fp.stallAfter.Store(0)
+	if _, stderr, err := runCopy(t, args3[3:]...); err == nil || !regexp.MustCompile(`refused some entities: 4\b`).MatchString(stderr) {
+		t.Errorf("resumed after a kill mid-page: err %v, stderr %q: want the 4 refused entities reported once", err, stderr)
+	}
+	if got := readTable(t, b.Endpoint(), "rangedst3"); len(got) != 2 {
+		t.Errorf("rangedst3 holds %d entities, want the 2 in the SAS's range", len(got))
 	}
 	// Several entities a partition: the SAS refuses a whole batch without
 	// naming an entity, and skip sends it again one entity at a time (it

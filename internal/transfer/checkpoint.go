@@ -163,12 +163,11 @@ func (cp *checkpoint) setRanges(table string, rs []*rangeState) error {
 	return cp.update(func() { cp.s.Tables[table] = &cpTable{Ranges: rs} })
 }
 
-func (cp *checkpoint) advance(table string, r *rangeState, npk, nrk string, done bool) error {
-	return cp.update(func() { r.NextPK, r.NextRK, r.Done = npk, nrk, done })
+// advance records a range's progress past a page, and the entities of
+// that page refused and skipped.
+func (cp *checkpoint) advance(table string, r *rangeState, npk, nrk string, done bool, refused int64) error {
+	return cp.update(func() { r.NextPK, r.NextRK, r.Done = npk, nrk, done; cp.s.Refused += refused })
 }
-
-// refused records one more refused entity.
-func (cp *checkpoint) refused() error { return cp.update(func() { cp.s.Refused++ }) }
 
 // refusedTotal is the number of refused entities in every run.
 func (cp *checkpoint) refusedTotal() int64 {

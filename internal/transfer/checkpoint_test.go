@@ -63,7 +63,7 @@ func TestCheckpointConcurrentAdvances(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for s := 1; s <= steps; s++ {
-				if err := cp.advance("t", r, fmt.Sprintf("p%d-%03d", i, s), "", s == steps); err != nil {
+				if err := cp.advance("t", r, fmt.Sprintf("p%d-%03d", i, s), "", s == steps, 1); err != nil {
 					t.Error(err)
 					return
 				}
@@ -83,6 +83,9 @@ func TestCheckpointConcurrentAdvances(t *testing.T) {
 		if want := fmt.Sprintf("p%d-%03d", i, steps); r.NextPK != want || !r.Done {
 			t.Errorf("range %d on disk: next %q done %v, want %q done", i, r.NextPK, r.Done, want)
 		}
+	}
+	if n := again.refusedTotal(); n != ranges*steps {
+		t.Errorf("%d refusals on disk, want %d (one a page)", n, ranges*steps)
 	}
 }
 

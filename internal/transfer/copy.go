@@ -259,11 +259,12 @@ type writer struct {
 	o   Options
 	dst *side
 	st  *stats
-	cp  *checkpoint // counts the refused entities, when there is one
 	out sync.Mutex
 }
 
-func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, ts *tableStats) error {
+// write writes es; refused, when not nil, counts the entities refused and
+// skipped (a checkpoint records them with the page's progress).
+func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, ts *tableStats, refused *int64) error {
 	if w.dst.sink != nil {
 		n, err := w.dst.sink.write(table, es)
 		if err != nil {
@@ -272,12 +273,12 @@ func (w *writer) write(ctx context.Context, table string, es []*partita.Entity, 
 		w.count(len(es), n, ts)
 		return nil
 	}
-	return w.writePrepared(ctx, table, prepare(es), ts)
+	return w.writePrepared(ctx, table, prepare(es), ts, refused)
 }
 
 // writePrepared writes entities of one partition of table to an endpoint
 // destination.
-func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared, ts *tableStats) error {
+func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared, ts *tableStats, refused *int64) error {
 	for len(ps) > 0 {
 		// Up to 100 operations and maxBatchBytes of bodies (counted twice
 		// over, to stay clear of the service's 4 MiB), one partition.
@@ -305,7 +306,7 @@ func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared,
 				// names it and the others are written. It stopped the
 				// copy at the first batch that held one.
 				for i := range chunk {
-					if err := w.writePrepared(ctx, table, chunk[i:i+1], ts); err != nil {
+					if err := w.writePrepared(ctx, table, chunk[i:i+1], ts, refused); err != nil {
 						return err
 					}
 				}
@@ -318,12 +319,8 @@ func (w *writer) writePrepared(ctx context.Context, table string, ps []prepared,
 				return ref
 			}
 			w.st.refused.Add(1)
-			if w.cp != nil {
-				// Before the range's progress, which passes the entity
-				// for good: a later run must still say it was refused.
-				if err := w.cp.refused(); err != nil {
-					return err
-				}
+			if refused != nil {
+				*refused++
 			}
 			w.out.Lock()
 			fmt.Fprintf(w.o.Out, "refused: %s\n", ref.Error())
@@ -377,7 +374,7 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 			return fmt.Errorf("--filter: %w", err)
 		}
 	}
-	w := &writer{o: o, dst: dst, st: st, cp: cp}
+	w := &writer{o: o, dst: dst, st: st}
 	for _, table := range tables {
 		if cp != nil && cp.tableDone(table) {
 			fmt.Fprintf(o.Out, "table %s: done in the checkpoint\n", table)
@@ -487,6 +484,7 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 		if it.err != nil {
 			return it.err
 		}
+		var refused int64 // this page's, recorded with its progress
 		if it.p.records != nil {
 			if err := w.dst.sink.writeRecords(table, it.p.records); err != nil {
 				return err
@@ -498,7 +496,7 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 			for n < len(ps) && ps[n].pk == ps[0].pk {
 				n++
 			}
-			if err := w.writePrepared(ctx, table, ps[:n], ts); err != nil {
+			if err := w.writePrepared(ctx, table, ps[:n], ts, &refused); err != nil {
 				return err
 			}
 			ps = ps[n:]
@@ -509,14 +507,18 @@ func copyRange(ctx context.Context, o Options, src *side, w *writer, cp *checkpo
 			for n < len(es) && es[n].PartitionKey == es[0].PartitionKey {
 				n++
 			}
-			if err := w.write(ctx, table, es[:n], ts); err != nil {
+			if err := w.write(ctx, table, es[:n], ts, &refused); err != nil {
 				return err
 			}
 			es = es[n:]
 		}
 		done := it.p.nextPK == "" && it.p.nextRK == ""
 		if cp != nil {
-			if err := cp.advance(table, r, it.p.nextPK, it.p.nextRK, done); err != nil {
+			// The page's refusals with its progress, in one write: a run
+			// killed before it copies the page again, and counts them
+			// then (they were counted twice when recorded one by one
+			// ahead of the progress).
+			if err := cp.advance(table, r, it.p.nextPK, it.p.nextRK, done, refused); err != nil {
 				return err
 			}
 		}
@@ -569,9 +571,9 @@ func copyFromFiles(ctx context.Context, o Options, src, dst *side, st *stats) er
 				}
 				var err error
 				if j.ps != nil {
-					err = w.writePrepared(ctx2, j.table, j.ps, j.ts)
+					err = w.writePrepared(ctx2, j.table, j.ps, j.ts, nil)
 				} else {
-					err = w.write(ctx2, j.table, j.es, j.ts)
+					err = w.write(ctx2, j.table, j.es, j.ts, nil)
 				}
 				if err != nil {
 					fail(err)
