@@ -89,6 +89,12 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"xml accept", "GET", tbl + "()", "", map[string]string{"Accept": "application/xml"}, 415, "AtomFormatNotSupported"},
 		{"xml accept on insert", "POST", tbl, `{"PartitionKey":"p","RowKey":"r"}`, map[string]string{"Accept": "application/xml"}, 415, "AtomFormatNotSupported"},
 		{"atom $format", "GET", tbl + "()?$format=" + url.QueryEscape("application/atom+xml"), "", nil, 415, "AtomFormatNotSupported"},
+		// An Atom body is refused as an Atom answer is (it was read as
+		// JSON: an Atom entry got 400, a JSON body labelled Atom was stored).
+		{"atom body on insert", "POST", tbl, `{"PartitionKey":"p","RowKey":"r"}`, map[string]string{"Content-Type": "application/atom+xml; type=entry"}, 415, "AtomFormatNotSupported"},
+		{"xml body on upsert", "PUT", ent("p", "r"), `{"A":1}`, map[string]string{"Content-Type": "Application/XML"}, 415, "AtomFormatNotSupported"},
+		{"atom entry on merge", "MERGE", ent("p", "r"), `<?xml version="1.0"?><entry xmlns="http://www.w3.org/2005/Atom"/>`, map[string]string{"Content-Type": "application/atom+xml", "If-Match": "*"}, 415, "AtomFormatNotSupported"},
+		{"atom body on create table", "POST", "/" + devAccount + "/Tables", `{"TableName":"atomtable"}`, map[string]string{"Content-Type": "application/atom+xml"}, 415, "AtomFormatNotSupported"},
 		{"create table without name", "POST", "/" + devAccount + "/Tables", `{}`, nil, 400, "InvalidInput"},
 		{"create table bad json", "POST", "/" + devAccount + "/Tables", `{"TableName":`, nil, 400, "InvalidInput"},
 		// The body's member is TableName, by its exact name, once.
@@ -127,6 +133,14 @@ func TestBadInputCatalogue(t *testing.T) {
 		"--changeset_n--\r\n--batch_n--\r\n"
 	if st, _, body := rawDo(t, s, "POST", "/"+devAccount+"/$batch", batch, map[string]string{"Content-Type": "multipart/mixed; boundary=batch_n"}); st != 202 || !strings.Contains(body, "HTTP/1.1 400") || !strings.Contains(body, `"InvalidInput"`) {
 		t.Errorf("batch PUT with If-None-Match: %d %.300s", st, body)
+	}
+	// An Atom body inside a batch: the operation's 415.
+	batch = "--batch_n\r\nContent-Type: multipart/mixed; boundary=changeset_n\r\n\r\n" +
+		"--changeset_n\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
+		"POST " + s.URL + tbl + " HTTP/1.1\r\nContent-Type: application/atom+xml\r\n\r\n{\"PartitionKey\":\"p\",\"RowKey\":\"r\"}\r\n" +
+		"--changeset_n--\r\n--batch_n--\r\n"
+	if st, _, body := rawDo(t, s, "POST", "/"+devAccount+"/$batch", batch, map[string]string{"Content-Type": "multipart/mixed; boundary=batch_n"}); st != 202 || !strings.Contains(body, "HTTP/1.1 415") || !strings.Contains(body, `"AtomFormatNotSupported"`) {
+		t.Errorf("batch insert with an Atom body: %d %.300s", st, body)
 	}
 	// Nothing was written.
 	if n := count(t, c); n != 0 {

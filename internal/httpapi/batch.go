@@ -274,6 +274,9 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		return o, err
 	}
 	decodeBody := func() (*partita.Entity, bool, bool, error) {
+		if ct := sr.Header["Content-Type"]; len(ct) > 0 && atomBody(ct[0]) {
+			return nil, false, false, errAtom
+		}
 		if len(sr.Body) == 0 {
 			return nil, false, false, partita.NewError(partita.CodeInvalidInput, partita.MsgInvalidInput)
 		}

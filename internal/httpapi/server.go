@@ -418,6 +418,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, rc *reqCtx, versi
 	if err != nil {
 		return err
 	}
+	if !rc.xml && r.Method != http.MethodGet && r.Method != http.MethodHead && atomBody(r.Header.Get("Content-Type")) {
+		return errAtom // an Atom body is refused as an Atom answer is
+	}
 	rc.meta = meta
 	if !validVersion(version) {
 		return partita.NewError(partita.CodeInvalidHeaderValue, "The value for one of the HTTP headers is not in the correct format.")
@@ -540,7 +543,7 @@ func negotiate(accept string, q url.Values, xmlOp bool) (wire.Metadata, error) {
 		f = accept
 	}
 	if !xmlOp && asksAtom(f) {
-		return 0, partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
+		return 0, errAtom
 	}
 	switch {
 	case strings.Contains(f, "odata=nometadata"):
@@ -549,6 +552,19 @@ func negotiate(accept string, q url.Values, xmlOp bool) (wire.Metadata, error) {
 		return wire.FullMetadata, nil
 	}
 	return wire.MinimalMetadata, nil
+}
+
+var errAtom = partita.NewError(partita.CodeAtomFormatNotSupported, "Atom format is not supported.")
+
+// atomBody reports whether a request's Content-Type says its body is
+// Atom (application/atom+xml or application/xml), which entity and table
+// operations refuse with 415, as the service does since Atom's end
+// (version 2015-12-11). Any other type, or none, is read as JSON, as the
+// SDKs label their bodies in several ways.
+func atomBody(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	return strings.EqualFold(mt, "application/atom+xml") || strings.EqualFold(mt, "application/xml")
 }
 
 // asksAtom reports whether a $format or Accept value asks for Atom only:
