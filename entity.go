@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/partita/partita/edm"
+	"github.com/partita/partita/odata"
 )
 
 // Limits of the service (docs/COMPATIBILITY.md §3). Sizes of strings are counted
@@ -292,13 +292,7 @@ func ValidPropertyName(name string) bool {
 		return false
 	}
 	for i, r := range name {
-		switch {
-		case r == '_', unicode.IsLetter(r):
-		case unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r):
-			if i == 0 {
-				return false
-			}
-		default:
+		if !odata.NameRune(r, i == 0) {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package odata
 import (
 	"encoding/hex"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/partita/partita/edm"
 )
@@ -86,11 +87,8 @@ func (l *lexer) next() int {
 		if bad := l.scanNumber(); bad >= 0 {
 			return bad
 		}
-	case isIdentStart(c):
-		i := start + 1
-		for i < len(src) && isIdentChar(src[i]) {
-			i++
-		}
+	case isIdentStart(c) || c >= utf8.RuneSelf && nameLen(src[start:]) > 0:
+		i := start + nameLen(src[start:])
 		name := src[start:i]
 		l.pos = i
 		if i < len(src) && src[i] == '\'' {
