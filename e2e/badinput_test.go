@@ -75,6 +75,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		{"C1 U+0085 in key path", "GET", ent("p", "a%C2%85"), "", nil, 404, "ResourceNotFound"},
 		{"wellformed foreign etag", "PUT", ent("p", "r"), `{"A":1}`, map[string]string{"If-Match": `W/"abc"`}, 404, "ResourceNotFound"},
 		{"malformed continuation", "GET", tbl + "()?NextPartitionKey=%25%25&NextRowKey=x", "", nil, 400, "InvalidInput"},
+		{"empty NextRowKey", "GET", tbl + "()?NextPartitionKey=1!4!cA--&NextRowKey=", "", nil, 400, "InvalidInput"},
 		{"top negative", "GET", tbl + "()?$top=-1", "", nil, 400, "InvalidInput"}, // $top=0 is valid: no entities (e2e/wire_test.go)
 		{"top text", "GET", tbl + "()?$top=ten", "", nil, 400, "InvalidInput"},
 		{"filter null", "GET", tbl + "()?$filter=" + url.QueryEscape("A eq null"), "", nil, 400, "InvalidInput"},

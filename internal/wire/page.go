@@ -57,10 +57,15 @@ func SetNextKey(h http.Header, next *partita.Key) {
 
 // ParseNextKey reads the continuation of an entity query from its
 // NextPartitionKey and NextRowKey parameters: nil when both are absent or
-// empty. A malformed token is InvalidInput. A missing NextRowKey starts at
-// the partition's first row.
+// the first is empty and the second absent. A malformed token is
+// InvalidInput, and so is an empty NextRowKey, as the service answers a
+// client that sends one for a continuation without it. A missing
+// NextRowKey starts at the partition's first row.
 func ParseNextKey(q url.Values) (*partita.Key, error) {
 	npk, nrk := q.Get("NextPartitionKey"), q.Get("NextRowKey")
+	if nrk == "" && q.Has("NextRowKey") {
+		return nil, invalidInput()
+	}
 	if npk == "" && nrk == "" {
 		return nil, nil
 	}

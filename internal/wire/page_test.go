@@ -61,6 +61,10 @@ func TestContinuationRoundTrip(t *testing.T) {
 		{"NextPartitionKey": {"x"}},
 		{"NextPartitionKey": {EncodeToken("p")}, "NextRowKey": {"1!9!AA--"}},
 		{"NextRowKey": {EncodeToken("r")}},
+		// An empty NextRowKey: the service's 400 (a client that sent one
+		// for a continuation without it worked here and failed there).
+		{"NextPartitionKey": {EncodeToken("p")}, "NextRowKey": {""}},
+		{"NextRowKey": {""}},
 	} {
 		if _, err := ParseNextKey(bad); partita.ErrorCode(err) != partita.CodeInvalidInput {
 			t.Errorf("ParseNextKey(%v) = %v, want InvalidInput", bad, err)
