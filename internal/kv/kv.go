@@ -67,16 +67,6 @@ type MultiGetter interface {
 	GetMany(keys [][]byte) (vals [][]byte, err error)
 }
 
-// Prefacer is implemented by engines whose log makes writes durable in
-// the order they were made (Pebble's write-ahead log). Preface is Update
-// without a sync of its own: once it returns, a write committed after it
-// is never durable without it, so a record that must outlive every later
-// write costs that later write's sync, not one of its own. It must not be
-// called inside Update's function.
-type Prefacer interface {
-	Preface(ctx context.Context, fn func(Txn) error) error
-}
-
 // CondWriter is implemented by engines that can apply one conditional
 // write in a single statement (a database engine, where a transaction costs
 // several round trips). CondWrite applies w atomically with its checks and

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"unicode/utf8"
 
 	"github.com/partita/partita"
@@ -26,7 +27,7 @@ func (s *Store) Probe(ctx context.Context) error {
 		return fmt.Errorf("read: %w", err)
 	}
 	if err := s.update(ctx, func(tx kv.Txn) error {
-		ticks, err := s.tick(tx, 0)
+		ticks, err := s.tick(0)
 		if err != nil {
 			return err
 		}
@@ -152,13 +153,13 @@ func Check(ctx context.Context, db kv.DB, o CheckOptions) (*CheckReport, error) 
 					if _, n := binary.Uvarint(v); n <= 0 || n != len(v) {
 						rep.problem(o.MaxProblems, "readiness probe record: malformed value %q", v)
 					}
-				case bytes.HasPrefix(k, ceilingPrefix):
-					c, ok := ceilingOf(k)
-					if !ok || len(v) != 0 {
-						rep.problem(o.MaxProblems, "tick ceiling: malformed key %q or value %q", k, v)
+				case bytes.Equal(k, ceilingKey):
+					c, n := binary.Uvarint(v)
+					if n <= 0 || n != len(v) || c > math.MaxInt64 {
+						rep.problem(o.MaxProblems, "tick ceiling: malformed value %q", v)
 						continue
 					}
-					ceiling = max(ceiling, c)
+					ceiling = int64(c)
 				default:
 					rep.problem(o.MaxProblems, "unknown key %q", k)
 				}

@@ -236,8 +236,8 @@ func (s *Store) condWrite(ctx context.Context, account, tableName string, op par
 	}
 	var ts int64
 	if op.Kind != partita.OpDelete {
-		ts, _ = s.tick(nil, after) // a shared store has no ceiling, so no error
-		stored := *e               // the caller's entity is left as it was
+		ts, _ = s.tick(after) // a shared store has no ceiling, so no error
+		stored := *e          // the caller's entity is left as it was
 		stored.Timestamp = ts
 		w.Value = appendEntity(make([]byte, 0, encodedSize(&stored)), &stored)
 	}
@@ -476,7 +476,7 @@ func (s *Store) apply(tx kv.Txn, key []byte, op partita.Op, curVal []byte) (part
 		cp := *e // the caller's entity is left as it was
 		stored = &cp
 	}
-	ts, err := s.tick(tx, curTicks)
+	ts, err := s.tick(curTicks)
 	if err != nil {
 		return partita.Result{}, nil, err
 	}

@@ -1,10 +1,8 @@
 package tablestore
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
-	"math"
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/odata"
@@ -19,7 +17,7 @@ import (
 //	0x01 catalog:    0x01 | account | 0x00 | lowercase table name → table record
 //	0x02 meta:       0x02 | "nextid"                                → next table id (uvarint)
 //	                 0x02 | "probe"                                 → last readiness probe (uvarint ticks)
-//	                 0x02 | "ticks" | ticks (8 bytes, big-endian)  → empty: a Timestamp ceiling (embedded store; ticks.go)
+//	                 0x02 | "ticks"                                 → Timestamp ceiling (uvarint ticks; embedded store; ticks.go)
 //	0x03 entities:   0x03 | table id (8 bytes, big-endian) | str(PartitionKey) | str(RowKey) → entity value
 //	0x04 ACL:        0x04 | table id (8 bytes, big-endian)          → stored access policies
 //	0x05 properties: 0x05 | account                                 → service properties
@@ -63,23 +61,9 @@ var nextIDKey = []byte{nsMeta, 'n', 'e', 'x', 't', 'i', 'd'}
 // probeKey is written by Probe: a synced write that touches no table.
 var probeKey = []byte{nsMeta, 'p', 'r', 'o', 'b', 'e'}
 
-// ceilingPrefix begins the tick ceiling's keys (ticks.go): the greatest
-// is the ceiling, which no Timestamp stored passes, so a restart hands out
-// only greater ones, whatever the clock.
-var ceilingPrefix = []byte{nsMeta, 't', 'i', 'c', 'k', 's'}
-
-func ceilingKey(ticks int64) []byte {
-	return binary.BigEndian.AppendUint64(append([]byte(nil), ceilingPrefix...), uint64(ticks))
-}
-
-// ceilingOf decodes a ceiling key; ok is false for a key that is not one.
-func ceilingOf(k []byte) (ticks int64, ok bool) {
-	if len(k) != len(ceilingPrefix)+8 || !bytes.HasPrefix(k, ceilingPrefix) {
-		return 0, false
-	}
-	u := binary.BigEndian.Uint64(k[len(ceilingPrefix):])
-	return int64(u), u <= math.MaxInt64
-}
+// ceilingKey holds the tick ceiling (ticks.go): no Timestamp stored or
+// seen passes it, and a restart counts from it, whatever the clock.
+var ceilingKey = []byte{nsMeta, 't', 'i', 'c', 'k', 's'}
 
 var errBadKey = errors.New("tablestore: malformed entity key")
 

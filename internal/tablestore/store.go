@@ -86,7 +86,8 @@ type Store struct {
 	// ceiling bounds the Timestamps this process may hand out: the value
 	// last written at ceilingKey (ticks.go). MaxInt64 on a shared store.
 	ceiling atomic.Int64
-	ceilMu  sync.Mutex // raises of ceiling, one at a time
+	ceilMu  sync.Mutex  // raises of ceiling, one at a time
+	raising atomic.Bool // a raise runs in the background
 	seed    maphash.Seed
 	// Write locks. A single-entity write holds its partition's lock shared
 	// and its key's lock exclusively, so writes of different entities run

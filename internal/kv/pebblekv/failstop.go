@@ -233,15 +233,15 @@ func cannotRecover(err error) error {
 	return fmt.Errorf("%w: %w (recovery writes the replayed write-ahead log to new files: it needs free space, free files (inodes) and write permission in the data directory)", ErrCannotRecover, err)
 }
 
-// commitWith commits b. A panic in Pebble's commit leaves its pipeline in an
+// commit commits b. A panic in Pebble's commit leaves its pipeline in an
 // unknown state, so it is fatal rather than a failed request.
-func (d *DB) commitWith(b *pebble.Batch, wo *pebble.WriteOptions) error {
+func (d *DB) commit(b *pebble.Batch) error {
 	defer func() {
 		if v := recover(); v != nil {
 			d.fatal.stop(fmt.Errorf("pebble panicked in commit: %v", v))
 		}
 	}()
-	return b.Commit(wo)
+	return b.Commit(d.wo)
 }
 
 func (d *DB) deleteRange(start, end []byte) error {

@@ -564,10 +564,6 @@ func (d *DB) View(ctx context.Context, fn func(kv.Reader) error) error {
 }
 
 func (d *DB) Update(ctx context.Context, fn func(kv.Txn) error) error {
-	return d.update(fn, d.wo)
-}
-
-func (d *DB) update(fn func(kv.Txn) error, wo *pebble.WriteOptions) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
@@ -590,17 +586,10 @@ func (d *DB) update(fn func(kv.Txn) error, wo *pebble.WriteOptions) error {
 	if b.Empty() {
 		return nil
 	}
-	if err := d.commitWith(b, wo); err != nil {
+	if err := d.commit(b); err != nil {
 		return fmt.Errorf("pebblekv: commit: %w", err)
 	}
 	return nil
-}
-
-// Preface implements kv.Prefacer: the batch goes into the write-ahead
-// log at once, unsynced; Pebble writes the log in commit order, and a sync
-// (the next synced commit's) covers every record before it.
-func (d *DB) Preface(ctx context.Context, fn func(kv.Txn) error) error {
-	return d.update(fn, pebble.NoSync)
 }
 
 func (d *DB) DeleteRange(ctx context.Context, start, end []byte) error {
