@@ -124,6 +124,25 @@ func TestBatch(t *testing.T) {
 			act(t, aztables.TransactionTypeAdd, map[string]any{"PartitionKey": "p", "RowKey": "a/b"}),
 		}, nil)
 		wantBatchErr(t, err, "OutOfRangeInput")
+		anyTag := azcore.ETagAny
+		// A delete or a conditional update of a key that cannot exist finds
+		// nothing, as on its own (it was OutOfRangeInput or
+		// PropertyValueTooLarge in a batch, 404 alone).
+		for _, tt := range []struct {
+			kind aztables.TransactionType
+			rk   string
+		}{
+			{aztables.TransactionTypeDelete, "a#b"},
+			{aztables.TransactionTypeDelete, "a?b"},
+			{aztables.TransactionTypeUpdateMerge, "a#b"},
+			{aztables.TransactionTypeUpdateReplace, strings.Repeat("k", 1100)},
+		} {
+			_, err = c.SubmitTransaction(ctx, []aztables.TransactionAction{
+				act(t, aztables.TransactionTypeAdd, map[string]any{"PartitionKey": "p", "RowKey": "ok"}),
+				{ActionType: tt.kind, Entity: mustJSON(t, map[string]any{"PartitionKey": "p", "RowKey": tt.rk}), IfMatch: &anyTag},
+			}, nil)
+			wantBatchErr(t, err, "ResourceNotFound")
+		}
 		_, err = svc.NewClient("nosuchtable").SubmitTransaction(ctx, []aztables.TransactionAction{
 			act(t, aztables.TransactionTypeAdd, map[string]any{"PartitionKey": "p", "RowKey": "1"}),
 		}, nil)
@@ -259,5 +278,34 @@ func TestBatchSerializable(t *testing.T) {
 	}
 	if len(done) != clients*perClient {
 		t.Fatalf("%d batches done, want %d", len(done), clients*perClient)
+	}
+}
+
+// TestBatchOperationFormat: an insert in a changeset answers in its own
+// Accept's format and says which Prefer it applied, as the same insert on
+// its own does (it took the outer request's format, and sent no
+// Preference-Applied for return-content).
+func TestBatchOperationFormat(t *testing.T) {
+	s := StartServer(t, "")
+	if st, _, body := rawDo(t, s, "POST", "/"+devAccount+"/Tables", `{"TableName":"fmt"}`, nil); st != 201 {
+		t.Fatalf("create table: %d %s", st, body)
+	}
+	tbl := "/" + devAccount + "/fmt"
+	batch := "--batch_f\r\nContent-Type: multipart/mixed; boundary=changeset_f\r\n\r\n" +
+		"--changeset_f\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n" +
+		"POST " + s.URL + tbl + " HTTP/1.1\r\nAccept: application/json;odata=nometadata\r\nPrefer: return-content\r\nContent-Type: application/json\r\n\r\n" +
+		`{"PartitionKey":"p","RowKey":"r","A":1}` + "\r\n" +
+		"--changeset_f--\r\n--batch_f--\r\n"
+	st, _, body := rawDo(t, s, "POST", "/"+devAccount+"/$batch", batch, map[string]string{"Content-Type": "multipart/mixed; boundary=batch_f"})
+	if st != 202 || !strings.Contains(body, "HTTP/1.1 201") {
+		t.Fatalf("batch: %d %.400s", st, body)
+	}
+	for _, want := range []string{"Preference-Applied: return-content", "odata=nometadata", `"A":1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the insert's sub-response lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "odata.metadata") {
+		t.Errorf("the insert's sub-response has odata.metadata under Accept nometadata:\n%s", body)
 	}
 }

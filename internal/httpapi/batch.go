@@ -160,6 +160,9 @@ func (s *Server) batchSuccess(rc *reqCtx, o *batchOp, res partita.Result) change
 			return resp
 		}
 		resp.Status = http.StatusCreated
+		if o.prefer == "return-content" {
+			add("Preference-Applied", "return-content") // as on its own
+		}
 		add("DataServiceVersion", "3.0;")
 		add("Content-Type", o.meta.ContentType())
 		add("Location", loc)
@@ -256,9 +259,15 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		return o, errBadQueryParameter
 	}
 	o.meta = rc.meta
-	if q.Get("$format") != "" {
-		if o.meta, err = negotiate("", q, false); err != nil {
-			return o, err // $format=atom: 415, as on its own
+	accept := ""
+	if a := sr.Header["Accept"]; len(a) > 0 {
+		accept = a[0]
+	}
+	if accept != "" || q.Get("$format") != "" {
+		// The operation's own Accept or $format, as on its own (an
+		// insert's body was the outer request's format); Atom is 415.
+		if o.meta, err = negotiate(accept, q, false); err != nil {
+			return o, err
 		}
 	}
 	o.prefer = prefer(sr.Header)
@@ -301,6 +310,11 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 			return o, err
 		}
 		e.PartitionKey, e.RowKey = res.key.PartitionKey, res.key.RowKey
+		if cond.Kind != partita.Unconditional && !storableKeys(res.key) {
+			// As on its own (handleWriteEntity): an update of a key that
+			// cannot exist finds nothing.
+			return o, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
+		}
 		o.op = partita.Op{Kind: writeKind(method != http.MethodPut, cond), Entity: e, If: cond}
 	case res.kind == resEntity && method == http.MethodDelete:
 		if err := refuseIfNoneMatch(sr.Header); err != nil {
@@ -309,8 +323,8 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		if cond.Kind == partita.Unconditional {
 			cond.Kind = partita.IfExists
 		}
-		if !partita.ValidKeyChars(res.key.PartitionKey) || !partita.ValidKeyChars(res.key.RowKey) {
-			return o, partita.NewError(partita.CodeOutOfRangeInput, partita.MsgOutOfRangeInput)
+		if !storableKeys(res.key) {
+			return o, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound) // as on its own
 		}
 		o.op = partita.Op{Kind: partita.OpDelete, Entity: &partita.Entity{PartitionKey: res.key.PartitionKey, RowKey: res.key.RowKey}, If: cond}
 	default:
@@ -371,4 +385,11 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	bb, _ := changeset.NewBoundaries()
 	writeBatchResponse(w, bb, changeset.AppendRetrieveResponse(nil, bb, resp))
 	return nil
+}
+
+// storableKeys reports whether both of k's keys could be stored: a
+// conditional update or a delete of one that could not finds nothing, in a
+// batch as on its own.
+func storableKeys(k partita.Key) bool {
+	return partita.StorableKey(k.PartitionKey) && partita.StorableKey(k.RowKey)
 }
