@@ -170,9 +170,9 @@ func serveFlags(c *Config) []flagDef {
 		{"key", "PARTITA_KEY", &c.Key, envOr("PARTITA_KEY", ""), "TLS private key file (PEM)"},
 		{"log-level", "PARTITA_LOG_LEVEL", &c.LogLevel, envOr("PARTITA_LOG_LEVEL", "info"), "log level: debug, info, warn, error"},
 		{"scan-budget", "", &c.ScanBudget, 5 * time.Second, "time one query page may examine entities before it returns a continuation"},
-		{"max-request-timeout", "", &c.MaxRequestTimeout, httpapi.DefaultMaxTimeout, "the longest server timeout (the service's is 30s): a larger `timeout` query parameter is reduced to it, and with --store postgres:// it is also the deadline of a request that gives none; a store call still running at the deadline is abandoned and the request gets 500 OperationTimedOut"},
+		{"max-request-timeout", "", &c.MaxRequestTimeout, httpapi.DefaultMaxTimeout, "the longest server timeout (the service's is 30s): a larger timeout= query parameter is reduced to it, and with --store postgres:// it is also the deadline of a request that gives none; a store call still running at the deadline is abandoned and the request gets 500 OperationTimedOut"},
 		{"max-inflight", "", &c.MaxInFlight, 256, "requests served at once; more wait up to --queue-wait, then get 503 ServerBusy"},
-		{"max-connections", "", &c.MaxConnections, 10000, "client connections open at once; at the cap a new client takes the place of the connection idle the longest (or of one that has sent no complete request for 2s), else waits in the kernel's accept queue. Lowered to fit the process's open-file limit (ulimit -n) less 2,048 files kept for the store, so that connections can never take the files the store needs; 0: as many as the limit allows"},
+		{"max-connections", "", &c.MaxConnections, 10000, "client connections open at once; at the cap a new client takes the place of the connection idle the longest (or of one that has sent no complete request for 2s), else waits in the kernel's accept queue. Lowered to fit the process's open-file limit (ulimit -n) less 2,048 files kept for the store (or to half the limit, when that is more), so that connections can never take the files the store needs; 0: as many as the limit allows"},
 		{"queue-wait", "", &c.QueueWait, time.Second, "how long a request waits for a free slot before 503 ServerBusy"},
 		{"max-body-mb", "", &c.MaxBodyMB, int64(64), "request bodies held in memory at once (MiB); a request reserves its Content-Length (or its operation's maximum, 4 MiB for $batch, when chunked) before its body is read, and one that finds no room within --queue-wait gets 503 ServerBusy; a query page past its first 256 KiB takes room without waiting and ends early (with a continuation) when there is none"},
 		{"client-share", "", &c.ClientShare, 50, "percentage of --max-inflight, of --max-body-mb, of the advisor's 256 tracked tables and, with --store postgres://, of the store calls in flight (at most the pool's size) that one account may hold when more than one is configured, and that one shared access signature may hold of its account's part; the rest stays for the others"},
@@ -498,7 +498,7 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 	}
 	conns, fitted := fitConnections(c.MaxConnections, openFileLimit())
 	if fitted {
-		log.Warn("--max-connections lowered to fit the open-file limit beside the store's files; raise the limit (ulimit -n, LimitNOFILE=) to allow more", "max_connections", conns, "open_file_limit", openFileLimit(), "kept_for_store", storeFiles)
+		log.Warn("--max-connections lowered to fit the open-file limit beside the store's files; raise the limit (ulimit -n, LimitNOFILE=) to allow more", "max_connections", conns, "open_file_limit", openFileLimit(), "kept_for_store", int(openFileLimit())-conns)
 	}
 	ln = newCapListener(ln, conns)
 	srv := &http.Server{
