@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -764,6 +765,25 @@ func TestCopySelection(t *testing.T) {
 		if after, _ := os.ReadFile(export); !bytes.Equal(after, before) || len(before) == 0 {
 			t.Errorf("the earlier export changed: %d bytes, was %d", len(after), len(before))
 		}
+	}
+
+	// A mistyped name in a list is told, not skipped while the others are
+	// copied (exit 0, the export without it), and verified alike; names
+	// match in any case, as the service's table names do.
+	_, stderr, err := runCopy(t, "--from", aConn, "--to", export, "--tables", "edge,edeg")
+	if err == nil || !strings.Contains(stderr, "--tables: the source has no table edeg") {
+		t.Errorf("--tables edge,edeg: err %v, stderr %q", err, stderr)
+	}
+	if after, _ := os.ReadFile(export); !bytes.Equal(after, before) {
+		t.Errorf("the earlier export changed under a mistyped list")
+	}
+	if _, stderr, err = runCopy(t, "--from", aConn, "--to", export, "--tables", "edge,edeg", "--verify"); err == nil || !strings.Contains(stderr, "--tables: neither side has a table edeg") {
+		t.Errorf("--verify --tables edge,edeg: err %v, stderr %q", err, stderr)
+	}
+	mustCopy(t, "--from", aConn, "--to", export, "--tables", "EDGE")
+	lines := func(b []byte) []string { l := strings.Split(string(b), "\n"); slices.Sort(l); return l }
+	if after, _ := os.ReadFile(export); !slices.Equal(lines(after), lines(before)) { // ranges are written in any order
+		t.Errorf("--tables EDGE exported something else than --tables edge:\n%.300s\nwas\n%.300s", after, before)
 	}
 
 	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--filter", "PartitionKey eq 'p'"); err == nil || !strings.Contains(stderr, "--filter selects the entities of an endpoint source") {

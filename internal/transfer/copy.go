@@ -221,7 +221,8 @@ func Run(ctx context.Context, o Options) error {
 	return err
 }
 
-// selectTables filters names by the patterns.
+// selectTables filters names by the patterns. Table names are
+// case-insensitive, so the match is too.
 func selectTables(names, patterns []string) ([]string, error) {
 	if len(patterns) == 0 {
 		return names, nil
@@ -229,7 +230,7 @@ func selectTables(names, patterns []string) ([]string, error) {
 	var out []string
 	for _, n := range names {
 		for _, p := range patterns {
-			ok, err := path.Match(p, n)
+			ok, err := path.Match(strings.ToLower(p), strings.ToLower(n))
 			if err != nil {
 				return nil, fmt.Errorf("--tables: bad pattern %q", p)
 			}
@@ -240,6 +241,23 @@ func selectTables(names, patterns []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// missingTables returns the patterns without glob characters (table
+// names) that match none of names, the whole list of a side's tables: a
+// name mistyped in a list is told, not skipped while the others are
+// copied.
+func missingTables(names, patterns []string) string {
+	var missing []string
+	for _, p := range patterns {
+		if strings.ContainsAny(p, `*?[\`) {
+			continue
+		}
+		if got, _ := selectTables(names, []string{p}); len(got) == 0 {
+			missing = append(missing, p)
+		}
+	}
+	return strings.Join(missing, ", ")
 }
 
 // tableStats is one table's summary.
@@ -364,6 +382,9 @@ func copyFromRemote(ctx context.Context, o Options, src, dst *side, cp *checkpoi
 	if len(tables) == 0 && len(o.Tables) > 0 {
 		// A typo must not replace an export with an empty file.
 		return fmt.Errorf("--tables %s matches no table of the source", strings.Join(o.Tables, ","))
+	}
+	if m := missingTables(names, o.Tables); m != "" {
+		return fmt.Errorf("--tables: the source has no table %s", m)
 	}
 	if err := dst.oneTable(len(tables)); err != nil {
 		return err

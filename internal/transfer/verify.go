@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -36,6 +37,9 @@ func verify(ctx context.Context, o Options, src, dst *side) error {
 	}
 	if err != nil {
 		return err
+	}
+	if m := missingTables(append(slices.Clone(srcTables), dstTables...), o.Tables); m != "" {
+		return fmt.Errorf("--tables: neither side has a table %s", m)
 	}
 	// A table SAS side holds one table under its own name: pair it with
 	// the other side's one table.
