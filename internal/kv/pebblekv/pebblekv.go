@@ -292,6 +292,9 @@ func Open(dir string, o *Options) (*DB, error) {
 	}()
 	if o.FS == nil {
 		for i, ld := range storeDirs {
+			if _, err := os.Stat(ld); o.ReadOnly && errors.Is(err, os.ErrNotExist) {
+				continue // nothing to lock, nor to read (Pebble says so)
+			}
 			if !o.ReadOnly {
 				if err := os.MkdirAll(ld, 0o755); err != nil {
 					cache.Unref()

@@ -810,3 +810,50 @@ func TestLowSpaceIsLogged(t *testing.T) {
 		t.Errorf("the log names the low space %d times, want once with the minimum:\n%s", n, out)
 	}
 }
+
+// TestReadOnlyWrongWALDir: a read-only open (partita check) given a WAL
+// directory the store never used writes nothing there (it made the lock
+// file, and warned that a missing directory could not be locked) and
+// fails saying where the log is.
+func TestReadOnlyWrongWALDir(t *testing.T) {
+	dir, wal := t.TempDir(), filepath.Join(t.TempDir(), "wal")
+	db, err := pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	empty, missing := t.TempDir(), filepath.Join(t.TempDir(), "nowhere")
+	for _, other := range []string{empty, missing} {
+		var logs strings.Builder
+		db, err := pebblekv.Open(dir, &pebblekv.Options{ReadOnly: true, WALDir: other, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err == nil {
+			db.Close()
+			t.Fatalf("read-only open with --wal-dir %s: no error", other)
+		}
+		want := "the store's write-ahead log is in " + wal
+		if other == missing {
+			want = "WAL directory " + missing + " does not exist"
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("read-only open with --wal-dir %s: %v; want %q", other, err, want)
+		}
+		if strings.Contains(logs.String(), "cannot be locked") {
+			t.Errorf("read-only open with --wal-dir %s warned: %s", other, logs.String())
+		}
+		if names, _ := os.ReadDir(other); len(names) > 0 {
+			t.Errorf("read-only open wrote %v into %s", names, other)
+		}
+		if _, err := os.Stat(missing); err == nil {
+			t.Errorf("read-only open made %s", missing)
+		}
+	}
+	ro, err := pebblekv.Open(dir, &pebblekv.Options{ReadOnly: true, WALDir: wal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	wantValue(t, ro, "k", "v")
+}

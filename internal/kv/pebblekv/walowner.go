@@ -53,6 +53,14 @@ func claimWALDir(fsys vfs.FS, dir, walDir string, readOnly bool) (*walClaim, err
 		if err := fsys.MkdirAll(walDir, 0o755); err != nil {
 			return nil, fmt.Errorf("pebblekv: WAL directory: %w", err)
 		}
+	} else if _, err := fsys.Stat(walDir); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("pebblekv: WAL directory %s does not exist: give the one the store was served with (a read-only open makes nothing)", walDir)
+	} else if _, err := fsys.Stat(fsys.PathJoin(walDir, walLockFile)); errors.Is(err, fs.ErrNotExist) {
+		// No store ever kept its log there (each locks the directory
+		// first), so no server is using it either: a read-only open
+		// (check) writes nothing, and Pebble's own check says where the
+		// log is.
+		return &walClaim{}, nil
 	}
 	lock, err := fsys.Lock(fsys.PathJoin(walDir, walLockFile))
 	// Another process's lock is EAGAIN; Pebble's file system refuses a
