@@ -234,6 +234,13 @@ func TestEntities(t *testing.T) {
 			t.Errorf("32768-char string: %v", err)
 		}
 		wantErr(t, add(map[string]any{"PartitionKey": "p", "RowKey": "n", "1abc": 1}), 400, "PropertyNameInvalid")
+		wantErr(t, add(map[string]any{"PartitionKey": "p", "RowKey": "n", "\u200dabc": 1}), 400, "PropertyNameInvalid") // a format character, not first
+		// C# identifiers: a letter number (Nl) may start a name, a
+		// formatting character (Cf) stand after the first (both refused
+		// before).
+		if err := add(map[string]any{"PartitionKey": "p", "RowKey": "nl", "\u216bx": 1, "a\u200db": 2}); err != nil {
+			t.Errorf("names with U+216B first and U+200D inside: %v", err)
+		}
 		wantErr(t, add(map[string]any{"PartitionKey": "p", "RowKey": "n", strings.Repeat("n", 256): 1}), 400, "PropertyNameTooLong")
 		many := map[string]any{"PartitionKey": "p", "RowKey": "many"}
 		for i := 0; i < 253; i++ {
@@ -267,8 +274,8 @@ func TestEntities(t *testing.T) {
 			}
 			n += len(p.Entities)
 		}
-		if n != 4 {
-			t.Errorf("table holds %d entities, want 4 (the valid ones)", n)
+		if n != 5 {
+			t.Errorf("table holds %d entities, want 5 (the valid ones)", n)
 		}
 	})
 }

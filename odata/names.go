@@ -7,15 +7,16 @@ import (
 
 // NameRune reports whether r may stand in a property name, first or
 // after the first: the C# identifier rules the service applies to
-// property names (a letter or '_' first; then also decimal digits,
-// combining marks and connector punctuation). The entity model
+// property names (C# specification, "Identifiers": a letter, Lu Ll Lt Lm
+// Lo Nl, or '_' first; then also decimal digits Nd, connectors Pc,
+// combining marks Mn Mc and formatting characters Cf). The entity model
 // (partita.ValidPropertyName) and the $filter lexer share it, so every
 // name that can be stored can be filtered on.
 func NameRune(r rune, first bool) bool {
-	if r == '_' || unicode.IsLetter(r) {
+	if r == '_' || unicode.IsLetter(r) || unicode.Is(unicode.Nl, r) {
 		return true
 	}
-	return !first && (unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Mc, r) || unicode.Is(unicode.Pc, r))
+	return !first && (unicode.IsDigit(r) || unicode.In(r, unicode.Mn, unicode.Mc, unicode.Pc, unicode.Cf))
 }
 
 // nameLen returns the length in bytes of the property name that starts
