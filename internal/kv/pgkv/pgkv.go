@@ -638,7 +638,11 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 		q += fmt.Sprintf(` AND k < $%d`, len(args))
 	}
 	limit := it.chunk
-	q += fmt.Sprintf(` ORDER BY k LIMIT %d`, limit)
+	// The limit is a parameter, not part of the text: the chunk size
+	// changes with the rows' sizes, and each text is a statement of its
+	// own in pgx's cache (512 by default), which up to 500 sizes churned.
+	args = append(args, limit)
+	q += fmt.Sprintf(` ORDER BY k LIMIT $%d`, len(args))
 	rows, err := it.r.q.Query(it.r.ctx, q, args...)
 	if err != nil {
 		it.err = fmt.Errorf("pgkv: scan: %w", classifyCtx(it.r.ctx, err))
