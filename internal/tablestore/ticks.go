@@ -76,6 +76,7 @@ func (s *Store) loadCeiling(ctx context.Context) error {
 	}
 	var c int64
 	seeded := false
+	start := time.Now()
 	err := s.db.View(ctx, func(r kv.Reader) error {
 		v, err := r.Get(ceilingKey)
 		if err == nil {
@@ -100,6 +101,8 @@ func (s *Store) loadCeiling(ctx context.Context) error {
 		if err := s.db.Update(ctx, func(tx kv.Txn) error { return tx.Set(ceilingKey, binary.AppendUvarint(nil, uint64(c))) }); err != nil {
 			return fmt.Errorf("tablestore: write the first tick ceiling: %w", err)
 		}
+		s.opts.Logger.Info("the store's first tick ceiling is its greatest stored Timestamp (read once, after an upgrade)",
+			"ceiling", edm.TimeFromTicks(c).UTC().Format(time.RFC3339Nano), "took", time.Since(start).Round(time.Millisecond).String())
 	}
 	s.ceiling.Store(c)
 	s.lastTick.Store(c)

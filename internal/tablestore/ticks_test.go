@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -220,5 +222,60 @@ func TestTimestampPastTheCeilingWaitsForIt(t *testing.T) {
 	defer s.Close()
 	if next := upsert(s, "leapt"); next <= leapt {
 		t.Fatalf("after the restart %q got Timestamp %d, not above its %d from before", "leapt", next, leapt)
+	}
+}
+
+// TestUpgradeSeedsTheCeiling: a store written before the tick ceiling
+// existed (the v1 upgrade fixture) gets its greatest stored Timestamp as
+// its first ceiling, so a server started on it with its clock behind
+// (here, years behind the fixture's writes) hands out only later ones,
+// and check finds nothing above the ceiling.
+func TestUpgradeSeedsTheCeiling(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "v1")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "upgrade", "v1"))); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	behind := func() time.Time { return time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC) }
+	s, err := tablestore.Open(ctx, db, tablestore.Options{Now: behind, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest int64
+	for account, tables := range fixtureV1().accounts {
+		for _, ft := range tables {
+			if _, err := s.QueryEntities(ctx, account, ft.name, partita.Query{}, func(e *partita.Entity) error {
+				newest = max(newest, e.Timestamp)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	account, ft := "devstoreaccount1", fixtureV1().accounts["devstoreaccount1"][0]
+	res, err := s.Write(ctx, account, ft.name, partita.Op{Kind: partita.OpInsertOrReplace, Entity: &partita.Entity{PartitionKey: "after", RowKey: "upgrade"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if newest == 0 || res.Timestamp <= newest {
+		t.Fatalf("a write after the upgrade got Timestamp %d, not above the stored %d", res.Timestamp, newest)
+	}
+	s.Close()
+	db.Close()
+	db, err = pebblekv.Open(dir, &pebblekv.Options{MinFreeBytes: -1, ReadOnly: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rep, err := tablestore.Check(ctx, db, tablestore.CheckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("check after the upgrade: %v", rep.Details)
 	}
 }
