@@ -107,6 +107,11 @@ type Txn interface {
 type IterOptions struct {
 	LowerBound []byte // inclusive
 	UpperBound []byte // exclusive
+	// Rows, when above 0, is how many rows the caller expects to read,
+	// as a query page of $top=n reads n and one more: an engine that
+	// fetches rows in chunks need not fetch many more. Reading past it is
+	// allowed (a filter on other properties reads more than it keeps).
+	Rows int
 }
 
 // Iterator walks keys in ascending order within its bounds. Errors are

@@ -68,7 +68,7 @@ func (s *Store) QueryEntities(ctx context.Context, account, tableName string, q 
 				if it != nil {
 					it.Close()
 				}
-				if it, err = r.NewIter(kv.IterOptions{LowerBound: lo, UpperBound: hi}); err != nil {
+				if it, err = r.NewIter(kv.IterOptions{LowerBound: lo, UpperBound: hi, Rows: pg.rowsHint()}); err != nil {
 					it = nil
 					return err
 				}
@@ -93,6 +93,17 @@ func (s *Store) queryTable(r kv.Reader, account, tableName string) (*tableRecord
 		return s.liveTable(r, account, tableName, readTableInSnapshot)
 	}
 	return s.table(r, account, tableName)
+}
+
+// rowsHint is what the page will read at least (kv.IterOptions.Rows):
+// the entities it may still hold and the one after them, which names the
+// continuation; 0 (unknown) for a page of the full size, which fetches
+// as it always did.
+func (pg *page) rowsHint() int {
+	if pg.top >= partita.MaxPageSize {
+		return 0
+	}
+	return pg.top - pg.matched + 1
 }
 
 // page is one page of a query, carried across the key ranges of its plan.

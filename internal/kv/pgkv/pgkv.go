@@ -592,16 +592,24 @@ func (r *reader) NewIter(o kv.IterOptions) (kv.Iterator, error) {
 	if err := r.snapshot(); err != nil {
 		return nil, err
 	}
-	return &iter{r: r, lower: o.LowerBound, upper: o.UpperBound, pos: -1, chunk: iterFirstChunk}, nil
+	it := &iter{r: r, lower: o.LowerBound, upper: o.UpperBound, pos: -1, chunk: iterFirstChunk, rows: o.Rows}
+	if o.Rows > 0 && o.Rows <= iterGrowth*iterFirstChunk {
+		it.chunk = o.Rows // a few rows: no need to learn their size first (a chunk ends at iterChunkBytes anyway)
+	}
+	return it, nil
 }
 
 // An iterator fetches rows in chunks, one query each: the first of
 // iterFirstChunk rows, the next of as many rows as iterChunkBytes holds at
-// the sizes seen so far, between 1 and iterChunk. A fixed 500 rows of
+// the sizes seen so far, between 1 and iterChunk. A caller that says how
+// many rows it will read (IterOptions.Rows) gets chunks of no more until
+// it has them, then of at most iterGrowth times the one before: a page of
+// $top=10 reads about 11 rows, not 8 and then 500. A fixed 500 rows of
 // 1 MiB entities held 500 MB for a $top=1 query (and for a two-operation
 // batch's existence reads), per request.
 const (
 	iterFirstChunk = 8
+	iterGrowth     = 4
 	iterChunk      = 500
 	iterChunkBytes = 1 << 20
 )
@@ -614,6 +622,8 @@ type iter struct {
 	keys, vals   [][]byte
 	pos          int
 	chunk        int  // rows the next query asks for
+	rows         int  // IterOptions.Rows
+	fetched      int  // rows fetched so far
 	done         bool // the last chunk was short: nothing after it
 	err          error
 	// from is where the loaded chunk starts (inclusive): the chunk holds
@@ -687,6 +697,17 @@ func (it *iter) load(from []byte, inclusive bool) bool {
 	it.done = len(it.keys) < limit && !cut
 	if n := len(it.keys); n > 0 {
 		it.chunk = min(max(iterChunkBytes/max(size/n, 1), 1), iterChunk)
+	}
+	it.fetched += len(it.keys)
+	if it.rows > 0 {
+		// The rows the caller said it would read, then at most four
+		// times the last chunk: a page of $top=10 read 8 rows, then the
+		// next 500, every page.
+		if left := it.rows - it.fetched; left > 0 {
+			it.chunk = min(it.chunk, left)
+		} else {
+			it.chunk = min(it.chunk, iterGrowth*limit)
+		}
 	}
 	it.pos = 0
 	it.from = bytes.Clone(from)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -302,6 +303,68 @@ func TestIteratorChunksFollowRowSize(t *testing.T) {
 	if most*len(big) > 8<<20 {
 		t.Errorf("%d rows of %d KiB held at once", most, len(big)>>10)
 	}
+}
+
+// TestIteratorChunksFollowRowsHint: a reader that says it will read a
+// few rows of a long range of small rows (a page of $top=10) has few more
+// read for it: the chunk after the first 8 rows was 500, so every such
+// page read up to 500 rows from the database. Past the hint, chunks grow
+// fourfold to the usual size; without one they are as before.
+func TestIteratorChunksFollowRowsHint(t *testing.T) {
+	db := open(t, pgtest.NewDatabase(t))
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.Update(ctx, func(tx kv.Txn) error {
+		for i := 0; i < 2000; i++ {
+			if err := tx.Set([]byte(fmt.Sprintf("r%04d", i)), []byte("small")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fetches := func(hint int) (chunks []int) {
+		err := db.View(ctx, func(r kv.Reader) error {
+			it, err := r.NewIter(kv.IterOptions{Rows: hint})
+			if err != nil {
+				return err
+			}
+			defer it.Close()
+			n, ok := 0, it.First()
+			for ; ok; ok = it.Next() {
+				if len(chunks) == 0 || n == sum(chunks) {
+					chunks = append(chunks, pgkv.Loaded(it)) // a fetch brought this row
+				}
+				n++
+			}
+			if n != 2000 {
+				t.Errorf("Rows %d: %d rows, want 2000", hint, n)
+			}
+			return it.Error()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return chunks
+	}
+	if got := fetches(11); !slices.Equal(got[:4], []int{11, 44, 176, 500}) {
+		t.Errorf("Rows 11: fetches of %v rows, want 11, 44, 176, 500, …", got)
+	}
+	if got := fetches(100); !slices.Equal(got[:3], []int{8, 92, 368}) {
+		t.Errorf("Rows 100: fetches of %v rows, want 8, 92, 368, …", got)
+	}
+	if got := fetches(0); !slices.Equal(got[:3], []int{8, 500, 500}) {
+		t.Errorf("no Rows: fetches of %v rows, want 8, 500, 500, … as before", got)
+	}
+}
+
+func sum(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }
 
 // TestIteratorChunksCutAtBytes: a range of small rows followed by large
