@@ -495,11 +495,12 @@ func TestPlanClip(t *testing.T) {
 		}
 		checkClip(t, e, genRange(r))
 	}
-	// A filter long enough to be coarsened to the hull of its boxes, and
-	// a range ending inside partition 'b' (a SAS with epk and erk): the
-	// hull covers all of 'b'; the clipped plan stops at ('b','a').
+	// A filter long enough to be coarsened to the hull of its boxes over
+	// several partitions, and a range ending inside partition 'b' (a SAS
+	// with epk and erk): the hull covers all of 'b'; the clipped plan
+	// stops at ('b','a').
 	var sb strings.Builder
-	sb.WriteString("(PartitionKey lt 'b' or (PartitionKey eq 'b' and RowKey le 'a'))")
+	sb.WriteString("(PartitionKey lt 'b' or (PartitionKey gt 'a~' and PartitionKey lt 'b0' and RowKey le 'a'))")
 	for i := 0; i < 300; i++ {
 		fmt.Fprintf(&sb, " and RowKey ne 'zz%d'", i)
 	}
@@ -530,4 +531,55 @@ func FuzzPlanClip(f *testing.F) {
 		}
 		checkClip(t, e, r)
 	})
+}
+
+// TestPlanCoarsensPerPartition: a filter past the planner's limits is
+// coarsened partition by partition, so it still reads only the
+// partitions it names (one hull of all its boxes read every partition
+// between the first and the last: two partitions with 501 RowKeys read
+// fifteen partitions whole).
+func TestPlanCoarsensPerPartition(t *testing.T) {
+	ors := func(n int, f func(i int) string) string {
+		var parts []string
+		for i := 0; i < n; i++ {
+			parts = append(parts, f(i))
+		}
+		return "(" + strings.Join(parts, " or ") + ")"
+	}
+	rk := func(i int) string { return fmt.Sprintf("RowKey eq '%04d'", i) }
+	var nes []string
+	for i := 0; i < 260; i += 2 {
+		nes = append(nes, fmt.Sprintf("RowKey ne '%04d'", i))
+	}
+	for _, tc := range []struct {
+		name, filter string
+		in, out      [][2]string
+	}{
+		{"two partitions, 501 rows", "(PartitionKey eq 'p03' or PartitionKey eq 'p17') and " + ors(501, rk),
+			[][2]string{{"p03", "0000"}, {"p17", "0500"}}, [][2]string{{"p10", "0000"}, {"p04", "0001"}, {"p03", "0501"}}},
+		{"a hundred partitions, 11 rows", ors(100, func(i int) string { return fmt.Sprintf("PartitionKey eq 'p%03d'", 2*i) }) + " and " + ors(11, rk),
+			[][2]string{{"p000", "0000"}, {"p198", "0010"}}, [][2]string{{"p001", "0000"}, {"p197", "0005"}, {"p000", "0011"}}},
+		{"two partitions, 130 ne", "(PartitionKey eq 'p03' or PartitionKey eq 'p17') and " + strings.Join(nes, " and "),
+			[][2]string{{"p03", "0001"}, {"p17", "x"}}, [][2]string{{"p10", "0001"}, {"p04", "x"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := Parse(tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := PlanQuery(e)
+			checkPlanInvariants(t, p)
+			checkPlanOracle(t, e)
+			for _, k := range tc.in {
+				if !p.Contains(k[0], k[1]) {
+					t.Errorf("plan misses %q", k)
+				}
+			}
+			for _, k := range tc.out {
+				if p.Contains(k[0], k[1]) {
+					t.Errorf("plan of %d ranges (%v) holds %q, in a partition or row the filter excludes", len(p.Ranges), p.Class, k)
+				}
+			}
+		})
+	}
 }

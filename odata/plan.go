@@ -296,7 +296,7 @@ func (pl *planner) union(a, b []box) []box {
 	out := append(a, b...)
 	pl.work += len(b)
 	if len(out) > MaxRanges || (len(out) > 1 && pl.work > planWork) {
-		return []box{hull(out)}
+		return pl.coarsen(out, MaxRanges)
 	}
 	return out
 }
@@ -319,13 +319,15 @@ func (pl *planner) intersect(a, b []box) []box {
 		if len(a) < len(b) {
 			a, b = b, a
 		}
-		a = []box{hull(a)}
-		if len(b) > productBudget {
-			b = []box{hull(b)}
+		a = pl.coarsen(a, max(productBudget/len(b), 1))
+		if len(a)*len(b) > productBudget {
+			b = pl.coarsen(b, max(productBudget/len(a), 1))
 		}
 	}
 	if pl.work+len(a)*len(b) > planWork {
-		a, b = []box{hull(a)}, []box{hull(b)}
+		// Past the budget each step stays small: a box per partition
+		// while a few, and one for the rest.
+		a, b = pl.group(a, coarseBoxes), pl.group(b, coarseBoxes)
 	}
 	pl.work += len(a) * len(b)
 	var out []box
@@ -338,13 +340,86 @@ func (pl *planner) intersect(a, b []box) []box {
 		}
 	}
 	if len(out) > MaxRanges {
-		return []box{hull(out)}
+		return pl.coarsen(out, MaxRanges)
 	}
 	return out
 }
 
 // productBudget is how many box intersections one and may compute.
 const productBudget = 4 * MaxRanges
+
+// coarseBoxes is how many boxes coarsen keeps per side once the
+// planner's work budget is spent.
+const coarseBoxes = 16
+
+// coarsen returns at most limit boxes holding every key of bs: the boxes
+// of one partition become one (the hull of their RowKey intervals), and
+// those over several partitions one more, so a filter naming a few
+// partitions and many RowKeys still reads only those partitions (a hull of
+// all of them read every partition in between: PartitionKey 'p03' or 'p17'
+// with 501 RowKeys read p03 to p17 whole); when that leaves more than
+// limit, one box holds them all.
+func (pl *planner) coarsen(bs []box, limit int) []box {
+	if len(bs) <= limit {
+		return bs
+	}
+	return pl.group(bs, limit)
+}
+
+// group is coarsen whatever the number of boxes: a box per partition and
+// one for the rest, or one box when that is more than limit.
+func (pl *planner) group(bs []box, limit int) []box {
+	if len(bs) <= 1 {
+		return bs
+	}
+	pl.work += len(bs)
+	var out []box
+	var at map[string]int // a partition's box in out, past a few
+	spread := -1          // the box in out holding the boxes over several partitions
+	for _, b := range bs {
+		if !b.pk.isPoint() {
+			if spread < 0 {
+				spread = len(out)
+				out = append(out, b)
+			} else {
+				out[spread] = hull([]box{out[spread], b})
+			}
+			continue
+		}
+		i, ok := -1, false
+		if at != nil {
+			i, ok = at[b.pk.lo.s]
+		} else {
+			for j, o := range out {
+				if j != spread && o.pk.lo.s == b.pk.lo.s {
+					i, ok = j, true
+					break
+				}
+			}
+		}
+		if ok {
+			out[i].rk = out[i].rk.hull(b.rk)
+			continue
+		}
+		if out = append(out, b); len(out) > limit {
+			return []box{hull(bs)}
+		}
+		if at != nil {
+			at[b.pk.lo.s] = len(out) - 1
+		} else if len(out) > coarseBoxes {
+			at = make(map[string]int, len(out))
+			for j, o := range out {
+				if j != spread {
+					at[o.pk.lo.s] = j
+				}
+			}
+		}
+	}
+	if len(out) > limit {
+		return []box{hull(bs)}
+	}
+	return out
+}
 
 // hull returns one box containing all of bs (len(bs) > 0).
 func hull(bs []box) box {
