@@ -33,8 +33,8 @@ import (
 // in the background and goes on; one that finds its Timestamp above the
 // ceiling (after an idle spell, or a leap of the clock) waits for a raise
 // and runs its transaction again. So a busy store syncs the ceiling once a
-// second in the background, and a write after more than a second of quiet
-// waits for one more sync. Raises are synced writes of one key, made one
+// second in the background, and a write after more than two seconds of
+// quiet waits for one more sync. Raises are synced writes of one key, made one
 // at a time, each higher than the last.
 //
 // A shared store has no ceiling: several front ends, each with its own
