@@ -176,15 +176,7 @@ func TestTimestampPastTheCeilingWaitsForIt(t *testing.T) {
 		return time.Now().Add(time.Duration(offset.Load()))
 	}
 	fs := vfs.NewCrashableMem()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := pebblekv.Open("data", &pebblekv.Options{FS: fs, MinFreeBytes: -1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tablestore.Open(ctx, db, tablestore.Options{Now: now, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, closeStore := clockStore(t, fs, now)
 	if _, err := s.CreateTable(ctx, "acct", "leap"); err != nil {
 		t.Fatal(err)
 	}
@@ -206,20 +198,11 @@ func TestTimestampPastTheCeilingWaitsForIt(t *testing.T) {
 		t.Fatalf("the clock did not leap (%d readings a write)", perWrite)
 	}
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{}) // what was synced: every acknowledged write
-	s.Close()
-	db.Close()
+	closeStore()
 
 	offset.Store(-int64(time.Hour))
-	db, err = pebblekv.Open("data", &pebblekv.Options{FS: crashed, MinFreeBytes: -1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err = tablestore.Open(ctx, db, tablestore.Options{Now: now, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, closeStore = clockStore(t, crashed, now)
+	defer closeStore()
 	if next := upsert(s, "leapt"); next <= leapt {
 		t.Fatalf("after the restart %q got Timestamp %d, not above its %d from before", "leapt", next, leapt)
 	}
@@ -278,4 +261,20 @@ func TestUpgradeSeedsTheCeiling(t *testing.T) {
 	if !rep.OK() {
 		t.Fatalf("check after the upgrade: %v", rep.Details)
 	}
+}
+
+// clockStore opens the store in "data" on fs with the clock now, its logs
+// discarded; closeStore closes the store and its engine.
+func clockStore(t *testing.T, fs vfs.FS, now func() time.Time) (s *tablestore.Store, closeStore func()) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	db, err := pebblekv.Open("data", &pebblekv.Options{FS: fs, MinFreeBytes: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = tablestore.Open(ctx, db, tablestore.Options{Now: now, Logger: quiet}); err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	return s, func() { s.Close(); db.Close() }
 }

@@ -1,8 +1,6 @@
 package tablestore_test
 
 import (
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/partita/partita"
 	"github.com/partita/partita/edm"
-	"github.com/partita/partita/internal/kv/pebblekv"
 	"github.com/partita/partita/internal/tablestore"
 )
 
@@ -82,15 +79,7 @@ func testETagSeenBeforeSync(t *testing.T, move time.Duration, mustSee bool) {
 	now := func() time.Time { return base.Add(time.Duration(off.Load())) }
 	mem := vfs.NewCrashableMem()
 	sfs := &stallFS{FS: mem, gate: make(chan struct{})}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := pebblekv.Open("data", &pebblekv.Options{FS: sfs, MinFreeBytes: -1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tablestore.Open(ctx, db, tablestore.Options{Now: now, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, closeStore := clockStore(t, sfs, now)
 	if _, err := s.CreateTable(ctx, "acct", "etags"); err != nil {
 		t.Fatal(err)
 	}
@@ -138,20 +127,11 @@ func testETagSeenBeforeSync(t *testing.T, move time.Duration, mustSee bool) {
 	sfs.armed.Store(false)
 	close(sfs.gate)
 	wg.Wait()
-	s.Close()
-	db.Close()
+	closeStore()
 
 	off.Store(-int64(time.Hour)) // restarted with the clock an hour back
-	db, err = pebblekv.Open("data", &pebblekv.Options{FS: crashed, MinFreeBytes: -1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err = tablestore.Open(ctx, db, tablestore.Options{Now: now, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, closeStore = clockStore(t, crashed, now)
+	defer closeStore()
 	if seen == 0 {
 		return
 	}
