@@ -750,6 +750,11 @@ func TestCopySelection(t *testing.T) {
 	if got := readTable(t, b.Endpoint(), "onlyme"); len(got) != 2 {
 		t.Errorf("onlyme holds %d entities, want 2", len(got))
 	}
+	// A name the files do not hold is told at their end (the others are
+	// written), not skipped with exit 0.
+	if _, stderr, err := runCopy(t, "--from", file, "--to", bConn, "--tables", "onlyme,onlyem"); err == nil || !strings.Contains(stderr, "--tables: the source's lines have no table onlyem") {
+		t.Errorf("file source with --tables onlyme,onlyem: err %v, stderr %q", err, stderr)
+	}
 	if _, err := sdkService(t, b.Endpoint()).NewClient("notme").GetEntity(context.Background(), "p", "x", nil); err == nil {
 		t.Error("a table --tables did not select was written")
 	}

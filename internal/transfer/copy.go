@@ -115,9 +115,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("--parallel %d: at most %d", o.Parallel, maxParallel)
 	}
 	for _, p := range o.Tables {
-		// A pattern without glob characters is a table name: a typo in it
-		// is better told as such than as a selection of nothing.
-		if !strings.ContainsAny(p, `*?[\`) {
+		// A typo in a table name is better told as such than as a
+		// selection of nothing.
+		if isTableName(p) {
 			if err := checkTable("--tables", p); err != nil {
 				return err
 			}
@@ -250,7 +250,7 @@ func selectTables(names, patterns []string) ([]string, error) {
 func missingTables(names, patterns []string) string {
 	var missing []string
 	for _, p := range patterns {
-		if strings.ContainsAny(p, `*?[\`) {
+		if !isTableName(p) {
 			continue
 		}
 		if got, _ := selectTables(names, []string{p}); len(got) == 0 {
@@ -259,6 +259,10 @@ func missingTables(names, patterns []string) string {
 	}
 	return strings.Join(missing, ", ")
 }
+
+// isTableName reports whether a --tables pattern has no glob characters:
+// it names one table.
+func isTableName(p string) bool { return !strings.ContainsAny(p, `*?[\`) }
 
 // tableStats is one table's summary.
 type tableStats struct {
@@ -745,6 +749,10 @@ files:
 	}
 	if len(o.Tables) > 0 && len(created) == 0 && firstErr == nil && ctx.Err() == nil {
 		return fmt.Errorf("--tables %s matches no table of the source's lines", strings.Join(o.Tables, ","))
+	}
+	if m := missingTables(order, o.Tables); m != "" && firstErr == nil && ctx.Err() == nil {
+		// Known only at the end of the files: the other tables are written.
+		return fmt.Errorf("--tables: the source's lines have no table %s", m)
 	}
 	if firstErr != nil {
 		return firstErr
