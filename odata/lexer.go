@@ -87,8 +87,11 @@ func (l *lexer) next() int {
 		if bad := l.scanNumber(); bad >= 0 {
 			return bad
 		}
-	case isIdentStart(c) || c >= utf8.RuneSelf && nameLen(src[start:]) > 0:
+	case isIdentStart(c) || c >= utf8.RuneSelf:
 		i := start + nameLen(src[start:])
+		if i == start {
+			return start // no character that may start a name
+		}
 		name := src[start:i]
 		l.pos = i
 		if i < len(src) && src[i] == '\'' {

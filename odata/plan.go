@@ -382,7 +382,8 @@ func (pl *planner) group(bs []box, limit int) []box {
 				spread = len(out)
 				out = append(out, b)
 			} else {
-				out[spread] = hull([]box{out[spread], b})
+				out[spread].pk = out[spread].pk.hull(b.pk)
+				out[spread].rk = out[spread].rk.hull(b.rk)
 			}
 			continue
 		}
@@ -573,10 +574,11 @@ func comparePositions(a Position, aStart bool, b Position, bStart bool) int {
 // Clip returns p with every range cut to r: a scan of its ranges reads no
 // key outside r. A shared access signature's key range is applied so,
 // exactly, and not only as a condition of the filter: a long filter's
-// plan is coarsened to the hull of its boxes (planWork), and the hull of
-// "PartitionKey lt 'b' or (PartitionKey eq 'b' and RowKey le '1')" is
-// the whole of partition 'b', whose keys a scan would then read, count
-// and name in its continuation.
+// plan is coarsened (planWork), its boxes over several partitions to
+// their hull, and the hull of "PartitionKey lt 'b' or (PartitionKey gt
+// 'a~' and PartitionKey lt 'b0' and RowKey le '1')" holds the whole of
+// partition 'b', whose keys a scan would then read, count and name in its
+// continuation.
 func (p Plan) Clip(r Range) Plan {
 	out := Plan{Class: p.Class, Ranges: make([]Range, 0, len(p.Ranges))}
 	for _, x := range p.Ranges {
