@@ -292,10 +292,11 @@ func Open(dir string, o *Options) (*DB, error) {
 	}()
 	if o.FS == nil {
 		for i, ld := range storeDirs {
-			if _, err := os.Stat(ld); o.ReadOnly && errors.Is(err, os.ErrNotExist) {
-				continue // nothing to lock, nor to read (Pebble says so)
-			}
-			if !o.ReadOnly {
+			if o.ReadOnly {
+				if _, err := os.Stat(ld); errors.Is(err, os.ErrNotExist) {
+					continue // nothing to lock, nor to read (Pebble says so)
+				}
+			} else {
 				if err := os.MkdirAll(ld, 0o755); err != nil {
 					cache.Unref()
 					return nil, fmt.Errorf("pebblekv: %w", err)
