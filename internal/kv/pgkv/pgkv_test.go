@@ -314,16 +314,7 @@ func TestIteratorChunksFollowRowsHint(t *testing.T) {
 	db := open(t, pgtest.NewDatabase(t))
 	defer db.Close()
 	ctx := context.Background()
-	if err := db.Update(ctx, func(tx kv.Txn) error {
-		for i := 0; i < 2000; i++ {
-			if err := tx.Set([]byte(fmt.Sprintf("r%04d", i)), []byte("small")); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setRows(t, db, "r%04d", 2000, []byte("small"))
 	fetches := func(hint int) (chunks []int) {
 		err := db.View(ctx, func(r kv.Reader) error {
 			it, err := r.NewIter(kv.IterOptions{Rows: hint})
@@ -377,16 +368,7 @@ func TestIteratorChunksCutAtBytes(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	big := make([]byte, 256<<10)
-	if err := db.Update(ctx, func(tx kv.Txn) error {
-		for i := 0; i < 8; i++ {
-			if err := tx.Set([]byte(fmt.Sprintf("a%02d", i)), []byte("small")); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	setRows(t, db, "a%02d", 8, []byte("small"))
 	for i := 0; i < 40; i++ {
 		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte(fmt.Sprintf("b%02d", i)), big) }); err != nil {
 			t.Fatal(err)
@@ -498,5 +480,21 @@ func TestDSNPoolSize(t *testing.T) {
 			t.Errorf("pool size with %q: %d, want %d", c.dsn, got, c.want)
 		}
 		db.Close()
+	}
+}
+
+// setRows writes n rows, keyed fmt.Sprintf(format, i), of value v, in one
+// transaction.
+func setRows(t *testing.T, db kv.DB, format string, n int, v []byte) {
+	t.Helper()
+	if err := db.Update(context.Background(), func(tx kv.Txn) error {
+		for i := 0; i < n; i++ {
+			if err := tx.Set([]byte(fmt.Sprintf(format, i)), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
