@@ -386,10 +386,3 @@ func (s *Server) handleRetrieveBatch(w http.ResponseWriter, r *http.Request, rc 
 	writeBatchResponse(w, bb, changeset.AppendRetrieveResponse(nil, bb, resp))
 	return nil
 }
-
-// storableKeys reports whether both of k's keys could be stored: a
-// conditional update or a delete of one that could not finds nothing, in a
-// batch as on its own.
-func storableKeys(k partita.Key) bool {
-	return partita.StorableKey(k.PartitionKey) && partita.StorableKey(k.RowKey)
-}

@@ -137,7 +137,7 @@ func (s *Server) handleWriteEntity(w http.ResponseWriter, r *http.Request, rc *r
 	// The URL's keys win over the body's (docs/COMPATIBILITY.md §5).
 	e.PartitionKey, e.RowKey = key.PartitionKey, key.RowKey
 	op := partita.Op{Kind: kind, Entity: e, If: cond}
-	badKey := !partita.StorableKey(key.PartitionKey) || !partita.StorableKey(key.RowKey)
+	badKey := !storableKeys(key)
 	if badKey && cond.Kind != partita.Unconditional {
 		// An update of a key that cannot exist finds nothing; an upsert
 		// reports the key as the body validation does.
@@ -170,7 +170,7 @@ func (s *Server) handleDeleteEntity(w http.ResponseWriter, r *http.Request, rc *
 	if cond.Kind == partita.Unconditional {
 		cond.Kind = partita.IfExists // every SDK sends '*'; treat a missing If-Match the same
 	}
-	if !partita.StorableKey(key.PartitionKey) || !partita.StorableKey(key.RowKey) {
+	if !storableKeys(key) {
 		return partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound)
 	}
 	e := &partita.Entity{PartitionKey: key.PartitionKey, RowKey: key.RowKey}
@@ -232,4 +232,11 @@ const entityBufMax = 64 << 10
 // addsKey reports whether a write may add a key (the advisor's inserts).
 func addsKey(k partita.OpKind) bool {
 	return k == partita.OpInsert || k == partita.OpInsertOrReplace || k == partita.OpInsertOrMerge
+}
+
+// storableKeys reports whether both of k's keys could be stored: a
+// conditional update or a delete of one that could not finds nothing, on
+// its own as in a batch.
+func storableKeys(k partita.Key) bool {
+	return partita.StorableKey(k.PartitionKey) && partita.StorableKey(k.RowKey)
 }
