@@ -21,7 +21,7 @@ func advise(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	admin := fs.String("admin", envOr("PARTITA_ADMIN_URL", "http://127.0.0.1:10012"), "the server's admin listener (serve --admin-addr) (PARTITA_ADMIN_URL)")
 	asJSON := fs.Bool("json", false, "print the findings as the admin listener's JSON")
-	if err := parseFlags(fs, "Usage: partita advise [--admin URL] [--json]\n\nPrint the key-design advisor's findings about a running server's traffic.\n\nFlags:\n", args); err != nil {
+	if err := parseFlags(fs, "Usage: partita advise [--admin URL] [--json]\n\nPrint the key-design advisor's findings about a running server's traffic.\n\nFlags:\n", args, stdout); err != nil {
 		return helpIsDone(err)
 	}
 	a := *admin

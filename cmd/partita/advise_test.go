@@ -27,7 +27,7 @@ func TestAdvise(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	c, err := parseConfig(nil, io.Discard)
+	c, err := parseConfig(nil, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestAdvise(t *testing.T) {
 }
 
 func TestAdviseFlags(t *testing.T) {
-	c, err := parseConfig([]string{"--metrics=false", "--advisor=false"}, io.Discard)
+	c, err := parseConfig([]string{"--metrics=false", "--advisor=false"}, io.Discard, io.Discard)
 	if err != nil || c.Metrics || c.Advisor {
 		t.Errorf("--metrics=false --advisor=false: %+v %v", c, err)
 	}
@@ -150,7 +150,7 @@ func TestAdvisorAccountShare(t *testing.T) {
 		{DevAccounts + ";b:" + devKey, 50, advisor.DefaultMaxTables / 2},
 		{DevAccounts + ";b:" + devKey, 25, advisor.DefaultMaxTables / 4},
 	} {
-		c, err := parseConfig([]string{"--accounts", tc.accounts, "--client-share", fmt.Sprint(tc.share), "--metrics=false"}, io.Discard)
+		c, err := parseConfig([]string{"--accounts", tc.accounts, "--client-share", fmt.Sprint(tc.share), "--metrics=false"}, io.Discard, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}

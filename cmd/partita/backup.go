@@ -34,7 +34,7 @@ so DIR is a path on the server's machine. Restore by serving it:
 partita serve --data DIR. Check it with partita check --data DIR.
 
 Flags:
-`, args); err != nil {
+`, args, stdout); err != nil {
 		return helpIsDone(err)
 	}
 	if *to == "" {

@@ -42,7 +42,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workloads := cfg.AddFlags(fs)
 	jsonOut := fs.Bool("json", false, "print machine-readable JSON results on stdout")
 	cpuProfile := fs.String("cpuprofile", "", "write the bench client's own CPU profile to `FILE`")
-	if err := parseFlags(fs, benchUsage, args); err != nil {
+	if err := parseFlags(fs, benchUsage, args, stdout); err != nil {
 		return helpIsDone(err)
 	}
 

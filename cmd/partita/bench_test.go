@@ -105,10 +105,11 @@ func TestBenchFlags(t *testing.T) {
 	if err := run(ctx, []string{"bench", "--batch-size", "101"}, &stdout, &stderr); err == nil {
 		t.Errorf("--batch-size 101 accepted")
 	}
+	stdout.Reset()
 	if err := run(ctx, []string{"bench", "--help"}, &stdout, &stderr); err != nil {
 		t.Errorf("--help: %v", err)
 	}
-	help := stderr.String()
+	help := stdout.String()
 	if !strings.Contains(help, "-workload") || !strings.Contains(help, "-server-pid") {
 		t.Errorf("help lacks the load generator's flags:\n%s", help)
 	}

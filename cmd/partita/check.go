@@ -35,7 +35,7 @@ store is inconsistent, 2 when it cannot be read (missing, in use, or a
 damaged file).
 
 Flags:
-`, args); err != nil {
+`, args, stdout); err != nil {
 		return helpIsDone(err)
 	}
 	fi, err := os.Stat(*data)

@@ -51,12 +51,16 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	progress := fs.String("progress", "auto", "progress on stderr: auto (one updating line on a terminal, plain lines otherwise), plain, none")
 	fs.DurationVar(&o.ProgressInterval, "progress-interval", 0, "time between progress lines (default 0.5s on a terminal, 10s otherwise)")
 	cpuProfile := fs.String("cpuprofile", "", "write the copy's own CPU profile to `FILE` (scripts/bench-copy --profile)")
-	if err := parseFlags(fs, copyUsage, args); err != nil {
+	if err := parseFlags(fs, copyUsage, args, stdout); err != nil {
 		return helpIsDone(err)
 	}
 	if o.From == "" || o.To == "" {
 		fmt.Fprintln(stderr, "partita copy: --from and --to are required")
 		return errUsage
+	}
+	if o.ProgressInterval < 0 {
+		// 0 is the default's "unset"; a negative one is a mistake.
+		return fmt.Errorf("--progress-interval %v: want a positive duration", o.ProgressInterval)
 	}
 	if o.Parallel < 1 {
 		// 0 would mean the library's default: said as given, it is a mistake.

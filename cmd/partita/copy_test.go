@@ -19,3 +19,22 @@ func TestCopyParallelRange(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyFlagMistakes: flags that would otherwise be ignored or replaced by
+// a default without a word are refused.
+func TestCopyFlagMistakes(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"copy", "--progress", "none", "--from", filepath.Join(dir, "in.jsonl"), "--to", filepath.Join(dir, "out")}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--progress-interval", "-1s"}, "--progress-interval -1s: want a positive duration"},
+		{[]string{"--verify", "--checkpoint", filepath.Join(dir, "cp")}, "--checkpoint is for a copy"},
+	} {
+		err := run(context.Background(), append(append([]string{}, base...), tc.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

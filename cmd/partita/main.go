@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -54,7 +55,14 @@ Usage:
   partita check --data DIR              check a stopped server's store (or a backup)
   partita advise [flags]  print the key-design advisor's findings (partita advise --help)
   partita version         print the version
+  partita help COMMAND    a command's flags (the same as partita COMMAND --help)
 `
+
+// commands are run's subcommands, for `partita help COMMAND`.
+var commands = map[string]bool{
+	"serve": true, "bench": true, "copy": true, "backup": true, "check": true, "advise": true,
+	"version": true, "help": true,
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -75,9 +83,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "advise":
 		return advise(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "partita version: unexpected argument %q\n", args[1])
+			return errUsage
+		}
 		fmt.Fprintln(stdout, "partita", partita.Version)
 		return nil
 	case "help", "-h", "--help":
+		if len(args) > 1 && args[1] != "help" && args[1] != "version" && commands[args[1]] {
+			// partita help serve: the command's own help.
+			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		if len(args) > 1 && !commands[args[1]] {
+			fmt.Fprintf(stderr, "partita: unknown command %q\n\n%s", args[1], usage)
+			return errUsage
+		}
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
@@ -85,22 +105,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return errUsage
 }
 
-// parseFlags parses a subcommand's args with fs, whose --help prints usage
-// and then the flags. It returns flag.ErrHelp for --help, errUsage for a
-// bad flag or a stray argument (fs has said which), and nil otherwise.
-func parseFlags(fs *flag.FlagSet, usage string, args []string) error {
+// parseFlags parses a subcommand's args with fs. --help prints usage and
+// then the flags to help (stdout: it was asked for) and returns
+// flag.ErrHelp; a bad flag or a stray argument is said on fs's output with
+// the usage after it and gives errUsage; otherwise it returns nil.
+func parseFlags(fs *flag.FlagSet, usage string, args []string, help io.Writer) error {
+	errOut := fs.Output()
+	var text bytes.Buffer
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
+		fs.SetOutput(&text)
+		fmt.Fprint(&text, usage)
 		fs.PrintDefaults()
+		fs.SetOutput(errOut)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			help.Write(text.Bytes())
 			return err
 		}
+		errOut.Write(text.Bytes())
 		return errUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fmt.Fprintf(errOut, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return errUsage
 	}
 	return nil

@@ -228,12 +228,12 @@ account devstoreaccount1 with the well-known development key.
 Flags:
 `
 
-func parseConfig(args []string, stderr io.Writer) (Config, error) {
+func parseConfig(args []string, stdout, stderr io.Writer) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("partita serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	register(fs, serveFlags(&c))
-	if err := parseFlags(fs, serveUsage, args); err != nil {
+	if err := parseFlags(fs, serveUsage, args, stdout); err != nil {
 		return c, err
 	}
 	if (c.Cert == "") != (c.Key == "") {
@@ -278,7 +278,7 @@ func parseConfig(args []string, stderr io.Writer) (Config, error) {
 }
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	c, err := parseConfig(args, stderr)
+	c, err := parseConfig(args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -522,7 +522,11 @@ func listenAndServe(ctx context.Context, c Config, handler http.Handler, keys au
 		names = append(names, n)
 	}
 	engine := engineName(c.Store)
-	log.Info("partita listening", "addr", ln.Addr().String(), "scheme", scheme, "store", engine, "data", c.Data, "accounts", strings.Join(names, ","))
+	attrs := []any{"addr", ln.Addr().String(), "scheme", scheme, "store", engine}
+	if c.Store == "pebble" {
+		attrs = append(attrs, "data", c.Data) // the other engines keep nothing there
+	}
+	log.Info("partita listening", append(attrs, "accounts", strings.Join(names, ","))...)
 	fmt.Fprintf(stdout, "partita: serving %s://%s (store %s)\n", scheme, ln.Addr(), engine)
 
 	errc := make(chan error, 1)

@@ -10,7 +10,7 @@ import (
 // flags have their documented defaults, and values that would disable a
 // bound, or that the server would quietly replace, are refused.
 func TestServeBodyFlags(t *testing.T) {
-	c, err := parseConfig(nil, io.Discard)
+	c, err := parseConfig(nil, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,7 +18,7 @@ func TestServeBodyFlags(t *testing.T) {
 		t.Errorf("defaults: --max-body-mb %d --client-share %d --body-timeout %v --body-min-rate-kb %d",
 			c.MaxBodyMB, c.ClientShare, c.BodyTimeout, c.BodyMinRateKB)
 	}
-	c, err = parseConfig([]string{"--max-body-mb", "8", "--client-share", "100", "--body-timeout", "1s", "--body-min-rate-kb", "1"}, io.Discard)
+	c, err = parseConfig([]string{"--max-body-mb", "8", "--client-share", "100", "--body-timeout", "1s", "--body-min-rate-kb", "1"}, io.Discard, io.Discard)
 	if err != nil || c.MaxBodyMB != 8 || c.ClientShare != 100 || c.BodyTimeout != time.Second || c.BodyMinRateKB != 1 {
 		t.Errorf("set: %+v, %v", c, err)
 	}
@@ -46,7 +46,7 @@ func TestServeBodyFlags(t *testing.T) {
 		{"--max-body-mb", "9999999999999"},
 		{"--body-min-rate-kb", "9999999999999999"},
 	} {
-		if _, err := parseConfig(args, io.Discard); err == nil {
+		if _, err := parseConfig(args, io.Discard, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
 		}
 	}

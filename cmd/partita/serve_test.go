@@ -31,7 +31,7 @@ func TestServeGCFlags(t *testing.T) {
 	} {
 		setenv(t, "GOGC", tc.gogc)
 		setenv(t, "GOMEMLIMIT", tc.gomemlimit)
-		c, err := parseConfig(tc.args, io.Discard)
+		c, err := parseConfig(tc.args, io.Discard, io.Discard)
 		if err != nil {
 			t.Fatalf("GOGC=%q GOMEMLIMIT=%q %v: %v", tc.gogc, tc.gomemlimit, tc.args, err)
 		}
@@ -63,12 +63,12 @@ func TestServeCacheFlag(t *testing.T) {
 		{nil, 64},
 		{[]string{"--cache-mb", "512"}, 512},
 	} {
-		c, err := parseConfig(tc.args, io.Discard)
+		c, err := parseConfig(tc.args, io.Discard, io.Discard)
 		if err != nil || c.CacheMB != tc.want {
 			t.Errorf("%v: cache-mb %d, %v; want %d", tc.args, c.CacheMB, err, tc.want)
 		}
 	}
-	if _, err := parseConfig([]string{"--cache-mb", "lots"}, io.Discard); err == nil {
+	if _, err := parseConfig([]string{"--cache-mb", "lots"}, io.Discard, io.Discard); err == nil {
 		t.Error("--cache-mb lots: accepted")
 	}
 }
@@ -84,12 +84,12 @@ func TestServeStoreWaitFlag(t *testing.T) {
 		{[]string{"--store-wait", "0"}, 0},
 		{[]string{"--store-wait", "5m"}, 5 * time.Minute},
 	} {
-		c, err := parseConfig(tc.args, io.Discard)
+		c, err := parseConfig(tc.args, io.Discard, io.Discard)
 		if err != nil || c.StoreWait != tc.want {
 			t.Errorf("%v: store-wait %v, %v; want %v", tc.args, c.StoreWait, err, tc.want)
 		}
 	}
-	if _, err := parseConfig([]string{"--store-wait", "-1s"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--store-wait") {
+	if _, err := parseConfig([]string{"--store-wait", "-1s"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "--store-wait") {
 		t.Errorf("--store-wait -1s: %v, want an error naming the flag", err)
 	}
 }

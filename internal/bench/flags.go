@@ -23,7 +23,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) (workloads *string) {
 	fs.IntVar(&c.MaxOps, "max-ops", c.MaxOps, "operation cap of each duration-bound workload")
 	fs.StringVar(&c.Table, "table", "", "table to use, created if missing and kept (default: a fresh unique table, deleted at the end)")
 	fs.IntVar(&c.Preloaded, "preloaded", 0, "entities 0..N-1 of the bench's key layout already exist in --table (same --partitions); insert continues after them")
-	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "timeout of one HTTP request")
+	fs.DurationVar(&c.Timeout, "timeout", c.Timeout, "timeout of one HTTP request (0: none)")
 	fs.StringVar(&c.Progress, "progress", c.Progress, "progress on stderr: auto (a bar on a terminal, plain lines otherwise), bar, plain, none")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the random key choice and payloads (0: from the clock)")
 	fs.IntVar(&c.ServerPID, "server-pid", 0, "report the CPU use of this server process (/proc/PID/stat)")

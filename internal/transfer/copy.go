@@ -114,6 +114,11 @@ func Run(ctx context.Context, o Options) error {
 		// Each holds a batch (up to 4 MiB) and a page in memory.
 		return fmt.Errorf("--parallel %d: at most %d", o.Parallel, maxParallel)
 	}
+	if o.Verify && o.Checkpoint != "" {
+		// A verify compares everything each time: the checkpoint would be
+		// neither read nor written, which the user should know.
+		return errors.New("--checkpoint is for a copy; --verify compares every table whole")
+	}
 	for _, p := range o.Tables {
 		// A typo in a table name is better told as such than as a
 		// selection of nothing.
