@@ -218,6 +218,9 @@ func opIntervals(op Op, v string) []interval {
 	case Gt:
 		return []interval{{lo: bound{excl, v}}}
 	case Ge:
+		if v == "" {
+			return []interval{{}} // every key: the whole partition, not a range
+		}
 		return []interval{{lo: bound{incl, v}}}
 	case Lt:
 		return []interval{{hi: bound{excl, v}}}
