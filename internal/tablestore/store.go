@@ -137,6 +137,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 		s.bounds = newPartBounds(ctx, s.db)
 	}
 	if err := s.loadCeiling(ctx); err != nil {
+		s.purgeCancel()
 		return nil, err
 	}
 	var pending []*tableRecord
@@ -158,6 +159,7 @@ func Open(ctx context.Context, db kv.DB, o Options) (*Store, error) {
 		return it.Error()
 	})
 	if err != nil {
+		s.purgeCancel()
 		return nil, fmt.Errorf("tablestore: load catalog: %w", err)
 	}
 	for _, t := range pending {
