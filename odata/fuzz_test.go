@@ -57,7 +57,7 @@ func FuzzParse(f *testing.F) {
 					!strings.HasPrefix(pe.Message, "Unrecognized 'Edm.") {
 					t.Fatalf("Parse(%q): unexpected message %q", s, pe.Message)
 				}
-			case ErrNullComparison, ErrUnsupportedComparison:
+			case ErrNullComparison, ErrUnsupportedComparison, ErrUnsupportedFunction:
 				if pe.Pos != -1 {
 					t.Fatalf("Parse(%q): bad position in %+v", s, pe)
 				}

@@ -22,6 +22,7 @@ const (
 	tDateTime // val
 	tGuid     // val
 	tBinary   // val
+	tComma    // only inside a function call's arguments (lexer.args > 0)
 )
 
 // token is one lexical token. start and end are byte offsets into the
@@ -36,9 +37,10 @@ type token struct {
 // lexer produces tokens one at a time. Errors are syntax errors at the byte
 // offset where scanning could not continue.
 type lexer struct {
-	src string
-	pos int
-	tok token
+	src  string
+	pos  int
+	tok  token
+	args int // function calls being read: a comma is a token inside one
 }
 
 func isSpace(c byte) bool {
@@ -75,6 +77,9 @@ func (l *lexer) next() int {
 	case c == ')':
 		l.pos++
 		l.tok.kind = tRParen
+	case c == ',' && l.args > 0:
+		l.pos++
+		l.tok.kind = tComma
 	case c == '\'':
 		s, end, bad := scanQuoted(src, start)
 		if bad >= 0 {

@@ -26,6 +26,9 @@ const (
 	// ErrUnsupportedComparison is a comparison of two properties or of two
 	// literals, which the service does not implement.
 	ErrUnsupportedComparison
+	// ErrUnsupportedFunction is a function call (startswith(RowKey,'a')),
+	// which the service's parser reads and then does not implement.
+	ErrUnsupportedFunction
 )
 
 func (k ErrorKind) String() string {
@@ -36,6 +39,8 @@ func (k ErrorKind) String() string {
 		return "null-comparison"
 	case ErrUnsupportedComparison:
 		return "unsupported-comparison"
+	case ErrUnsupportedFunction:
+		return "unsupported-function"
 	}
 	return "ErrorKind(" + strconv.Itoa(int(k)) + ")"
 }
@@ -218,6 +223,7 @@ const (
 	opProp uint8 = iota
 	opLit
 	opNull
+	opFunc // a function call: read, then refused as not implemented
 )
 
 func (p *parser) parsePrimary() (Expr, *Error) {
@@ -246,6 +252,14 @@ func (p *parser) parsePrimary() (Expr, *Error) {
 		return nil, err
 	}
 	op, isOp := p.compareOp()
+	if a.kind == opFunc {
+		// Alone (startswith(…)) or compared (… eq true): either way the
+		// service answers 501 once the whole filter has parsed.
+		p.defer_(&Error{Kind: ErrUnsupportedFunction, Message: "a function call", Pos: -1})
+		if !isOp {
+			return &BoolProp{}, nil // placeholder, as below
+		}
+	}
 	if !isOp {
 		switch {
 		case a.kind == opProp:
@@ -265,6 +279,8 @@ func (p *parser) parsePrimary() (Expr, *Error) {
 		return nil, err
 	}
 	switch {
+	case a.kind == opFunc || b.kind == opFunc:
+		p.defer_(&Error{Kind: ErrUnsupportedFunction, Message: "a function call", Pos: -1})
 	case a.kind == opProp && b.kind == opLit:
 		return &Compare{Op: op, Prop: a.name, Value: b.val}, nil
 	case a.kind == opLit && b.kind == opProp:
@@ -275,6 +291,52 @@ func (p *parser) parsePrimary() (Expr, *Error) {
 		p.defer_(&Error{Kind: ErrUnsupportedComparison, Message: "a comparison of two properties or of two literals", Pos: -1})
 	}
 	return &BoolProp{}, nil // placeholder; the deferred error is returned
+}
+
+// skipCall reads a function call whose name is the current token and
+// whose '(' follows it at once, up to its ')': arguments separated by
+// commas, each a run of tokens with balanced parentheses (nested calls
+// included). What the arguments mean does not matter: any call is refused.
+func (p *parser) skipCall() *Error {
+	if err := p.advance(); err != nil { // the name
+		return err
+	}
+	if err := p.enter(); err != nil { // the '('
+		return err
+	}
+	p.lx.args++
+	depth := p.depth
+	argStart, afterComma := true, false // at an argument's start; after a comma
+	for {
+		if err := p.advance(); err != nil {
+			return err
+		}
+		switch p.tok().kind {
+		case tEOF:
+			return p.unexpected()
+		case tComma:
+			if argStart {
+				return p.unexpected() // f(,x) or f(x,,y)
+			}
+			argStart, afterComma = p.depth == depth, p.depth == depth
+			continue
+		case tLParen:
+			if err := p.enter(); err != nil {
+				return err
+			}
+		case tRParen:
+			if p.depth == depth {
+				if afterComma && argStart {
+					return p.unexpected() // f(x,)
+				}
+				p.lx.args--
+				p.depth--
+				return p.advance()
+			}
+			p.depth--
+		}
+		argStart = false
+	}
 }
 
 func (p *parser) defer_(e *Error) {
@@ -315,6 +377,9 @@ func (p *parser) parseOperand() (operand, *Error) {
 			// (as a first operand it is the not operator).
 			return o, p.unexpected()
 		default:
+			if t.end < len(p.lx.src) && p.lx.src[t.end] == '(' {
+				return operand{kind: opFunc}, p.skipCall()
+			}
 			o = operand{kind: opProp, name: t.text}
 		}
 	case tString, tDateTime, tGuid, tBinary:

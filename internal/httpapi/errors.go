@@ -95,15 +95,15 @@ func classify(err error) (partita.Code, string) {
 
 // filterError maps a $filter error to the service's answer: a syntax
 // error quotes the filter and the position; a comparison with null is
-// plain invalid input; one of two properties or two literals is not
-// implemented (501).
+// plain invalid input; one of two properties or two literals, and a
+// function call, are not implemented (501).
 func filterError(e *odata.Error) (partita.Code, string) {
 	switch e.Kind {
 	case odata.ErrSyntax:
 		return partita.CodeInvalidInput, e.Message
 	case odata.ErrNullComparison:
 		return partita.CodeInvalidInput, partita.MsgInvalidInput
-	case odata.ErrUnsupportedComparison:
+	case odata.ErrUnsupportedComparison, odata.ErrUnsupportedFunction:
 		return partita.CodeNotImplemented, partita.MsgNotImplemented
 	}
 	return partita.CodeInternal, partita.MsgInternal
