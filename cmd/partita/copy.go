@@ -45,7 +45,7 @@ func copyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tables := fs.String("tables", "", "comma list of table names or globs (path.Match: *, ?, [a-z]); default all")
 	fs.StringVar(&o.Filter, "filter", "", "OData $filter applied to every table of an endpoint source (e.g. \"PartitionKey ge '2024'\")")
 	fs.IntVar(&o.Parallel, "parallel", 4, "key ranges copied at once per table (endpoint source) or batch writers (file source), 1 to 256")
-	fs.StringVar(&o.Checkpoint, "checkpoint", "", "record per-range progress in `FILE`; run again with the same flags to resume (endpoint to endpoint)")
+	fs.StringVar(&o.Checkpoint, "checkpoint", "", "record per-range progress in `FILE`; run again with the same endpoints, --filter and --tables to resume, with a new key or SAS if need be (endpoint to endpoint)")
 	fs.BoolVar(&o.Verify, "verify", false, "compare source and destination instead of copying")
 	onRefused := fs.String("on-refused", "stop", "an entity the destination refuses (too large, bad key): stop, or skip it and go on (each is printed; the exit status is still non-zero)")
 	progress := fs.String("progress", "auto", "progress on stderr: auto (one updating line on a terminal, plain lines otherwise), plain, none")

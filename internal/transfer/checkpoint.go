@@ -55,9 +55,37 @@ type rangeState struct {
 	Done   bool   `json:"done"`
 }
 
+// jobID names the copy a checkpoint belongs to: each side's endpoint (its
+// service URL, account and, for a table SAS, table), the filter and the
+// tables. Credentials are not part of it, so that a copy that outlived its
+// SAS, or whose key was rotated, resumes with the new one; nor is how a
+// connection string is spelled.
 func jobID(o Options) string {
+	return hashJob(sideID(o.From), sideID(o.To), o.Filter, strings.Join(o.Tables, "\x00"))
+}
+
+// legacyJobID is jobID as releases before 2026-11-27 computed it, from the
+// flags' text, credentials included; their checkpoints still resume.
+func legacyJobID(o Options) string {
+	return hashJob(o.From, o.To, o.Filter, strings.Join(o.Tables, "\x00"))
+}
+
+// sideID is what identifies a --from or --to for a checkpoint: an
+// endpoint's service URL, account and table, or the text of anything else.
+func sideID(spec string) string {
+	if !IsEndpoint(spec) {
+		return spec
+	}
+	ep, err := ParseEndpoint(spec)
+	if err != nil {
+		return spec
+	}
+	return "endpoint\x00" + strings.ToLower(ep.Base) + "\x00" + ep.Account + "\x00" + strings.ToLower(ep.Table)
+}
+
+func hashJob(parts ...string) string {
 	h := sha256.New()
-	for _, s := range []string{o.From, o.To, o.Filter, strings.Join(o.Tables, "\x00")} {
+	for _, s := range parts {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -92,8 +120,11 @@ func openCheckpoint(path string, o Options) (*checkpoint, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("--checkpoint %s: not a checkpoint file: %v", path, err)
 	}
+	if s.Job == legacyJobID(o) {
+		s.Job = cp.s.Job // saved in today's form from the next write on
+	}
 	if s.Job != cp.s.Job {
-		return nil, fmt.Errorf("--checkpoint %s: written by a copy with other --from, --to, --filter or --tables; remove it to start over", path)
+		return nil, fmt.Errorf("--checkpoint %s: written by a copy of other endpoints, --filter or --tables; remove it to start over", path)
 	}
 	if s.Tables == nil {
 		s.Tables = map[string]*cpTable{}

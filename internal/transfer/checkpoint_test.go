@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -119,5 +120,55 @@ func TestCheckpointRangesCoverTheTable(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s: err = %v, want ok %v", c.tables, err, c.ok)
 		}
+	}
+}
+
+// TestCheckpointIdentityIgnoresCredentials: a copy whose SAS expired, or
+// whose key was rotated, resumes with the new credential, however its
+// connection string is spelled; another endpoint, account or table SAS does
+// not; a checkpoint of the earlier releases (keyed by the flags' text)
+// still resumes.
+func TestCheckpointIdentityIgnoresCredentials(t *testing.T) {
+	const keyA, keyB = "a2V5QQ==", "a2V5Qg=="
+	conn := func(key, tail string) string {
+		return "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" + key + ";TableEndpoint=http://127.0.0.1:1/devstoreaccount1" + tail
+	}
+	sas := func(sig string) string {
+		return "http://127.0.0.1:2/devstoreaccount1?sv=2019-02-02&ss=t&srt=sco&sp=rwdlacu&se=2030-01-01T00:00:00Z&sig=" + sig
+	}
+	first := Options{From: conn(keyA, ";"), To: sas("c2lnQQ%3D%3D"), Tables: []string{"t"}}
+	for _, tc := range []struct {
+		name string
+		o    Options
+		ok   bool
+	}{
+		{"the same flags", first, true},
+		{"new key, no final ';', new SAS", Options{From: conn(keyB, ""), To: sas("c2lnQg%3D%3D"), Tables: []string{"t"}}, true},
+		{"a SAS instead of the key", Options{From: "http://127.0.0.1:1/devstoreaccount1?sv=2019-02-02&ss=t&srt=sco&sp=rl&se=2030-01-01T00:00:00Z&sig=eA%3D%3D", To: first.To, Tables: []string{"t"}}, true},
+		{"another source port", Options{From: strings.Replace(first.From, ":1/", ":3/", 1), To: first.To, Tables: []string{"t"}}, false},
+		{"another destination account", Options{From: first.From, To: strings.Replace(first.To, "devstoreaccount1", "otheraccount", 1), Tables: []string{"t"}}, false},
+		{"another table", Options{From: first.From, To: first.To, Tables: []string{"u"}}, false},
+	} {
+		path := filepath.Join(t.TempDir(), "ck")
+		if _, err := openCheckpoint(path, first); err != nil {
+			t.Fatal(err)
+		}
+		_, err := openCheckpoint(path, tc.o)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "ck")
+	body := fmt.Sprintf(`{"job":%q,"tables":{"t":{"ranges":[{"lo":"","hi":"","nextPartitionKey":"p7"}],"done":false}}}`, legacyJobID(first))
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := openCheckpoint(path, first)
+	if err != nil {
+		t.Fatalf("a checkpoint of an earlier release: %v", err)
+	}
+	if r := cp.ranges("t"); len(r) != 1 || r[0].NextPK != "p7" {
+		t.Errorf("its ranges: %+v", r)
 	}
 }
