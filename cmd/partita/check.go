@@ -54,7 +54,7 @@ Flags:
 		// default ends with serve's line, which promises that a restart
 		// recovers everything: not so for a damaged file, nor for a
 		// store that check only reads.
-		fmt.Fprintf(stderr, "partita: cannot read the whole store: %v\npartita: the store is damaged: restore the data directory from a backup\n", err)
+		fmt.Fprintf(stderr, "partita: cannot read the whole store: %v\npartita: the store is damaged: restore the data directory from a backup (one on another disk: a backup on the same file system shares the store's table files)\n", err)
 		os.Exit(2)
 	}})
 	if err != nil {

@@ -274,7 +274,7 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 	if err := claim(dir); err != nil {
 		status := http.StatusInternalServerError
 		switch {
-		case errors.Is(err, errNotEmpty) || errors.Is(err, errNotDir) || errors.Is(err, errParentNotDir):
+		case errors.Is(err, errNotEmpty) || errors.Is(err, errNotDir) || errors.Is(err, errParentNotDir) || errors.Is(err, errMountPoint):
 			status = http.StatusConflict
 		case errors.Is(err, syscall.ENAMETOOLONG):
 			status = http.StatusBadRequest // the path the client gave
@@ -309,6 +309,9 @@ var (
 	// errParentNotDir: a file stands where the path needs a directory,
 	// as in /backups/file/x; the request's fault, not a failed copy.
 	errParentNotDir = errors.New("cannot be a directory: a part of its path is a file")
+	// errMountPoint: a checkpoint creates its directory, so a backup
+	// replaces an empty target, which a mount point cannot be.
+	errMountPoint = errors.New("is a mount point: give a new directory inside it (a backup creates its own directory)")
 )
 
 // claim makes dir ready for a checkpoint, which must create it: an
@@ -326,6 +329,9 @@ func claim(dir string) error {
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("%s %w", dir, errNotDir)
+	}
+	if isMountPoint(dir) {
+		return fmt.Errorf("%s %w", dir, errMountPoint)
 	}
 	f, err := os.Open(dir)
 	if err != nil {

@@ -168,6 +168,18 @@ func TestBackupThroughFile(t *testing.T) {
 	}
 }
 
+// TestBackupIntoMountPoint: a mount point cannot be replaced by the
+// backup's own directory (a freshly mounted empty disk got a 500 "device or
+// resource busy"), so it is refused up front, saying what to do. /proc is
+// a mount point wherever these tests run.
+func TestBackupIntoMountPoint(t *testing.T) {
+	srv, _ := newAdmin(t, "")
+	code, body := do(t, "POST", srv.URL+"/backup", `{"dir":"/proc"}`)
+	if code != http.StatusConflict || !strings.Contains(body, "/proc is a mount point: give a new directory inside it") {
+		t.Errorf("backup into /proc: %d %s, want 409 saying it is a mount point", code, body)
+	}
+}
+
 // TestBackupMode: a backup's directory is no more open than the store's
 // (Pebble made it 0755 whatever the data directory's mode), and an empty
 // directory given as the target keeps its mode where that is stricter.
