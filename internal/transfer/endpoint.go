@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partita/partita"
 	"github.com/partita/partita/internal/auth"
 	"github.com/partita/partita/internal/tablestore"
 )
@@ -170,6 +171,9 @@ func ParseEndpoint(spec string) (*Endpoint, error) {
 // folder. what says whose name it is, e.g. "source".
 func checkTable(what, name string) error {
 	if tablestore.ValidateTableName(name) != nil {
+		if partita.SameTable(name, "tables") {
+			return fmt.Errorf("%s: table name %q is reserved (it names the service's list of tables)", what, name)
+		}
 		return fmt.Errorf("%s: table name %q is not a valid table name (3 to 63 letters and digits, starting with a letter)", what, name)
 	}
 	return nil
@@ -289,6 +293,9 @@ func (e *ServiceError) Error() string {
 	msg := e.Message
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
+	}
+	if msg == "" { // a body without an error message (a bare 500)
+		return fmt.Sprintf("%s: %s %s: %d %s", e.Side, e.Method, e.Path, e.Status, e.Code)
 	}
 	return fmt.Sprintf("%s: %s %s: %d %s: %s", e.Side, e.Method, e.Path, e.Status, e.Code, msg)
 }

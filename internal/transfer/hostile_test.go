@@ -407,6 +407,18 @@ func TestBatchResponseMustConfirmEachOperation(t *testing.T) {
 	}
 }
 
+// TestBareServerErrorNamesTable: a $batch that fails with a bare 500 on
+// every try is reported with the table it was writing (a $batch path names
+// none) and without a dangling ": " where the service's message would be.
+func TestBareServerErrorNamesTable(t *testing.T) {
+	c := batchDest(t, http.StatusInternalServerError, func() []byte { return nil })
+	c.maxAttempts = 2
+	_, err := c.writeBatch(context.Background(), "tab", threeEntities())
+	if err == nil || err.Error() != "destination: POST /$batch: 500 Internal Server Error (writing table tab)" {
+		t.Errorf("err = %v", err)
+	}
+}
+
 // TestDestinationWideErrorStopsSkip: with --on-refused skip, a $batch
 // failure that refuses every write (a deleted table, an expired SAS, 413)
 // stops the copy at once with that error instead of being reported as a

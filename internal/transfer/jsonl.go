@@ -162,6 +162,9 @@ func strictRecord(b []byte) (jsonRecord, error) {
 	ws := func(i int) int { return skipSpace(b, i) }
 	i := ws(0)
 	if i >= len(b) || b[i] != '{' {
+		if strings.HasPrefix(string(b[i:]), "\uFEFF") {
+			return bad("a byte order mark (U+FEFF) before the object: save the file as UTF-8 without one")
+		}
 		return bad("not an object")
 	}
 	i = ws(i + 1)

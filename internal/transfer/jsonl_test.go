@@ -346,3 +346,20 @@ func TestLineTooLong(t *testing.T) {
 		t.Errorf("nextPrepared: %v, want ErrMalformed naming the file once", err)
 	}
 }
+
+// TestRecordMistakesSaid: a record refused for a mistake users make is told
+// as that mistake, not as a shape the reader did not expect.
+func TestRecordMistakesSaid(t *testing.T) {
+	_, err := DecodeRecord([]byte("\uFEFF" + `{"table":"t","PartitionKey":"p","RowKey":"r","props":[]}`))
+	if err == nil || !strings.Contains(err.Error(), "byte order mark") {
+		t.Errorf("a line after a BOM: %v, want it named", err)
+	}
+	for _, name := range []string{"tables", "Tables"} {
+		if err := checkTable("source", name); err == nil || !strings.Contains(err.Error(), "is reserved") {
+			t.Errorf("table %q: %v, want it called reserved", name, err)
+		}
+	}
+	if err := checkTable("source", "1abc"); err == nil || !strings.Contains(err.Error(), "3 to 63 letters and digits") {
+		t.Errorf("table 1abc: %v", err)
+	}
+}

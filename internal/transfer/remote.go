@@ -450,7 +450,10 @@ func (c *client) writeBatch(ctx context.Context, table string, ps []prepared) (i
 	r := &request{method: http.MethodPost, path: "/$batch", body: body, contentType: changeset.ContentType(bb)}
 	resp, err := c.do(ctx, r)
 	if err != nil {
-		return 0, err
+		if ctx.Err() != nil {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w (writing table %s)", err, table) // a $batch path names none
 	}
 	if resp.status != http.StatusAccepted {
 		se := c.fail(r, resp)
