@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -268,12 +269,22 @@ func TestHostile_RefusedBodiesAreNotRead(t *testing.T) {
 	signed["Content-Type"] = "application/json"
 	json := map[string]string{"Content-Type": "application/json", "x-ms-version": "2019-02-02"}
 	batch := map[string]string{"Content-Type": "multipart/mixed; boundary=batch_x", "x-ms-version": "2019-02-02"}
+	// A preflight is answered without authentication when a rule allows it.
+	if _, err := serviceClient(t, s).SetProperties(ctx, aztables.ServiceProperties{Cors: []*aztables.CorsRule{{AllowedOrigins: to.Ptr("*"), AllowedMethods: to.Ptr("GET"), AllowedHeaders: to.Ptr("*"), ExposedHeaders: to.Ptr("*"), MaxAgeInSeconds: to.Ptr[int32](5)}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	preflight := map[string]string{"Origin": "https://a.example", "Access-Control-Request-Method": "GET"}
 	for _, tc := range []struct {
 		name, method, target string
 		h                    map[string]string
 		length               int64
 		want                 string
 	}{
+		// Unauthenticated paths that answer 200 held the connection for
+		// the 2-minute read timeout while net/http waited for the body.
+		{"console file", "GET", "/_partita/console/", nil, 1000, "200 "},
+		{"console, a POST", "POST", "/_partita/console/", nil, 1000, "405 "},
+		{"CORS preflight", "OPTIONS", "/" + devAccount + "/Tables", preflight, 1000, "200 "},
 		{"bad signature", "POST", "/" + devAccount + "/" + tbl, badSig, 100000, "403 AuthenticationFailed"},
 		{"bad signature, 1 GiB declared", "POST", "/" + devAccount + "/" + tbl, badSig, 1 << 30, "403 AuthenticationFailed"},
 		{"signed, 1 GiB declared", "POST", "/" + devAccount + "/" + tbl, signed, 1 << 30, "413 RequestBodyTooLarge"},

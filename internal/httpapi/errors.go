@@ -109,6 +109,17 @@ func filterError(e *odata.Error) (partita.Code, string) {
 	return partita.CodeInternal, partita.MsgInternal
 }
 
+// leaveBodyUnread closes the connection after this response rather than
+// let net/http read the rest of an HTTP/1 request's body, which nothing
+// will read. The header alone does not do it: net/http still discards up
+// to 256 KiB of the body, before writing the response and again after it,
+// for as long as its read timeout (2 minutes) allows, holding the
+// connection as busy. A read deadline in the past ends that at once.
+func leaveBodyUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
 // sasError maps SAS failures to the service's codes and messages.
 func sasError(err error) (partita.Code, string, bool) {
 	switch {
@@ -157,13 +168,7 @@ func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 	h := w.Header()
 	h.Del("Cache-Control")
 	if rc.bodyPending {
-		// The body was refused unread (or read in part): close the
-		// connection rather than let net/http read the rest of it. The
-		// header alone does not do it: net/http still discards up to
-		// 256 KiB of the body before closing, for as long as its read
-		// timeout allows. A read deadline in the past ends that at once.
-		h.Set("Connection", "close")
-		http.NewResponseController(w).SetReadDeadline(time.Now())
+		leaveBodyUnread(w) // refused unread, or read in part
 	}
 	h.Set("x-ms-error-code", string(code))
 	if rc.xml {

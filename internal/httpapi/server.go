@@ -331,6 +331,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.console != nil && strings.HasPrefix(r.URL.Path, ConsolePrefix) {
+		if r.ContentLength != 0 && r.ProtoMajor < 2 {
+			// The console's files take no body, and nothing has
+			// authenticated this one: it must not hold the connection.
+			leaveBodyUnread(w)
+		}
 		s.console.ServeHTTP(w, r)
 		return
 	}
