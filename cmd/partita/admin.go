@@ -64,7 +64,7 @@ func startAdmin(c Config, db kv.DB, store *tablestore.Store, obs observability, 
 		return nil, fmt.Errorf("--admin-addr: %w", err)
 	}
 	if ap, ok := ln.Addr().(*net.TCPAddr); ok && !ap.IP.IsLoopback() {
-		log.Warn("the admin listener is not on loopback: anyone who reaches it can read the health of the store and write backups wherever the server may write", "addr", ln.Addr().String())
+		log.Warn("the admin listener is not on loopback: anyone who reaches it can read the store's health, the metrics and the advisor's partition keys of every account, and write backups wherever the server may write", "addr", ln.Addr().String())
 	}
 	mux := http.NewServeMux()
 	obs.mount(mux)
@@ -116,6 +116,20 @@ func operatorOnly(next http.Handler, ln net.Listener) http.Handler {
 		loopback = ap.IP.IsLoopback()
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 && r.ProtoMajor < 2 {
+			// A body these listeners read (a backup's few hundred bytes)
+			// must come at once; one they do not read must not be
+			// waited for. Without this, net/http waited for ever for an
+			// announced body (these servers have no read timeout, which
+			// would also cut a long pprof profile short), and 64 such
+			// connections, all busy, locked out /healthz and backups.
+			if r.Method == http.MethodPost || r.Method == http.MethodPut {
+				http.NewResponseController(w).SetReadDeadline(time.Now().Add(operatorBodyWait))
+			} else {
+				w.Header().Set("Connection", "close")
+				http.NewResponseController(w).SetReadDeadline(time.Now())
+			}
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if r.Header.Get("Origin") != "" || r.Header.Get("Sec-Fetch-Site") != "" && r.Header.Get("Sec-Fetch-Site") != "none" {
 				http.Error(w, "refused: a request from a web page; this listener is unauthenticated and for the machine's operators (use partita backup)", http.StatusForbidden)
@@ -129,6 +143,10 @@ func operatorOnly(next http.Handler, ln net.Listener) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// operatorBodyWait bounds the read of a request body on the admin and
+// pprof listeners: a backup's is a line of JSON.
+var operatorBodyWait = 10 * time.Second
 
 // noCrossSiteReads refuses, on the pprof listener, GETs a web page makes
 // too: operatorOnly lets cross-site GETs through, which cannot read the

@@ -171,3 +171,43 @@ func TestAdminIdleConnectionsReclaimed(t *testing.T) {
 		t.Errorf("/healthz: %d", resp.StatusCode)
 	}
 }
+
+// TestAdminBodiesNotWaitedFor: a request that announces a body and does not
+// send it is answered at once when nothing reads a body (a GET), and within
+// operatorBodyWait when a handler does (a backup); before, net/http waited
+// for ever on these listeners, and 64 such connections, all busy, locked
+// out /healthz and backups.
+func TestAdminBodiesNotWaitedFor(t *testing.T) {
+	saved := operatorBodyWait
+	operatorBodyWait = 500 * time.Millisecond
+	defer func() { operatorBodyWait = saved }()
+	var out strings.Builder
+	c := Config{AdminAddr: "127.0.0.1:0", Store: "memory"}
+	stop, err := startAdmin(c, memkv.New(), nil, observability{}, slog.New(slog.DiscardHandler), &out, &fatalExit{log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	_, url, _ := strings.Cut(strings.TrimSpace(out.String()), "http://")
+	for _, tc := range []struct {
+		head   string
+		within time.Duration
+	}{
+		{"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n", 2 * time.Second},
+		{"POST /backup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"dir\":", 3 * time.Second},
+	} {
+		conn := dial(t, url)
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		start := time.Now()
+		io.WriteString(conn, tc.head)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Errorf("%.20q: no answer after %v: %v", tc.head, time.Since(start), err)
+			continue
+		}
+		resp.Body.Close()
+		if took := time.Since(start); took > tc.within {
+			t.Errorf("%.20q: answered %d after %v, want within %v", tc.head, resp.StatusCode, took, tc.within)
+		}
+	}
+}
