@@ -170,7 +170,8 @@ func New(o Options) *Advisor {
 
 type table struct {
 	mu   sync.Mutex
-	id   tableID
+	id   tableID // its name folded, as the store keys tables
+	name string  // its name as first seen, for reports
 	used atomic.Int64 // last use, unix nanoseconds: for the LRU
 	ring []bucket
 
@@ -276,7 +277,7 @@ func (a *Advisor) table(account, name string, now int64) *table {
 	if evict {
 		delete(next, oldID)
 	}
-	t := &table{id: tableID{strings.Clone(account), strings.Clone(id.table)}, ring: make([]bucket, a.o.Buckets)}
+	t := &table{id: tableID{strings.Clone(account), strings.Clone(id.table)}, name: strings.Clone(name), ring: make([]bucket, a.o.Buckets)}
 	t.used.Store(now)
 	next[t.id] = t
 	a.tables.Store(&next)
@@ -461,12 +462,7 @@ type scanSlot struct {
 var seed = maphash.MakeSeed()
 
 // hashKey hashes a partition key (its first maxKeyShown bytes, as kept).
-func hashKey(pk string) uint64 {
-	if len(pk) > maxKeyShown {
-		pk = pk[:maxKeyShown]
-	}
-	return maphash.String(seed, pk)
-}
+func hashKey(pk string) uint64 { return maphash.String(seed, cut(pk)) }
 
 // Query records one query page: its class (odata.Class order), the
 // entities it examined and returned, the partition it read when it read
@@ -552,18 +548,21 @@ const maxKeyShown = 128
 
 // clip shortens a key for display: findings and the heat map never carry
 // more than 128 bytes of one.
-func clip(s string) string {
-	if len(s) > maxKeyShown {
-		// Cut at the start of a character, so that no key shown ends in
-		// part of one (two keys would then look alike, or a JSON encoder
-		// would make the part U+FFFD).
-		n := maxKeyShown
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n]
+func clip(s string) string { return strings.Clone(cut(s)) }
+
+// cut is s's first maxKeyShown bytes at most, cut at the start of a
+// character, so that no key kept ends in part of one (two keys would then
+// look alike, or a JSON encoder would make the part U+FFFD). Keys are
+// counted, hashed and shown by it.
+func cut(s string) string {
+	if len(s) <= maxKeyShown {
+		return s
 	}
-	return strings.Clone(s)
+	n := maxKeyShown
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // sketch is a space-saving top-k counter: at most k keys, each with a
@@ -583,9 +582,7 @@ type ssItem struct {
 func newSketch(k int) sketch { return sketch{k: k} }
 
 func (s *sketch) add(key string, h uint64, n int64) {
-	if len(key) > maxKeyShown {
-		key = key[:maxKeyShown]
-	}
+	key = cut(key)
 	m := -1
 	for i := range s.items {
 		it := &s.items[i]

@@ -196,7 +196,7 @@ func (a *Advisor) findings(account string) Report {
 			}
 		}
 		t.mu.Unlock()
-		r.Findings = append(r.Findings, a.judge(t.id, w, largest)...)
+		r.Findings = append(r.Findings, a.judge(tableID{t.id.account, t.name}, w, largest)...)
 	}
 	return r
 }
@@ -313,7 +313,7 @@ func (a *Advisor) heatMap(account string) Heat {
 		if w.nRequests == 0 {
 			continue
 		}
-		ht := HeatTable{Account: t.id.account, Table: t.id.table, Requests: w.nRequests, Writes: w.nWrites,
+		ht := HeatTable{Account: t.id.account, Table: t.name, Requests: w.nRequests, Writes: w.nWrites,
 			RequestsPerSecond: float64(w.nRequests) / w.seconds, WritesPerSecond: float64(w.nWrites) / w.seconds, Partitions: []HeatPartition{}}
 		keys := map[string]bool{}
 		for k := range w.reqs {
