@@ -105,6 +105,38 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 	return resource{kind: resEntity, table: tname, key: key}, nil
 }
 
+// goSDKAgent starts the User-Agent of the Go SDK (aztables), whose batch
+// writer does not double the quotes of keys in sub-request URLs.
+const goSDKAgent = "azsdk-go-aztables/"
+
+// undoubledTarget reports whether the raw resource path is the entity k
+// addressed with its keys' quotes not doubled: table(PartitionKey='…',
+// RowKey='…') with the keys as they are.
+func undoubledTarget(raw string, k partita.Key) bool {
+	path, err := url.PathUnescape(raw)
+	if err != nil {
+		return false
+	}
+	_, args, ok := strings.Cut(path, "(")
+	return ok && args == "PartitionKey='"+k.PartitionKey+"',RowKey='"+k.RowKey+"')"
+}
+
+// undoubledKey reads the raw resource path's key predicate with quotes
+// not doubled (readKeyLiteral's lenient mode), whether or not it also
+// reads with doubled ones.
+func undoubledKey(raw string) (partita.Key, bool) {
+	path, err := url.PathUnescape(raw)
+	if err != nil {
+		return partita.Key{}, false
+	}
+	_, args, ok := strings.Cut(path, "(")
+	if !ok || !strings.HasSuffix(args, ")") {
+		return partita.Key{}, false
+	}
+	k, err := parseKeyPredicate(args[:len(args)-1], true)
+	return k, err == nil
+}
+
 // parseKeyPredicate parses PartitionKey='…',RowKey='…' in either order.
 func parseKeyPredicate(s string, lenient bool) (partita.Key, error) {
 	var k partita.Key
