@@ -342,8 +342,14 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 				res.key = k
 			}
 		}
+		if !partita.ValidKeyChars(res.key.PartitionKey) || !partita.ValidKeyChars(res.key.RowKey) {
+			// The service's answer in a batch ([REAL] in the protocol
+			// notes: "0:One of the request inputs is out of range."),
+			// where the same delete alone is not found.
+			return o, partita.NewError(partita.CodeOutOfRangeInput, partita.MsgOutOfRangeInput)
+		}
 		if !storableKeys(res.key) {
-			return o, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound) // as on its own
+			return o, partita.NewError(partita.CodeResourceNotFound, partita.MsgResourceNotFound) // too long: as on its own
 		}
 		o.op = partita.Op{Kind: partita.OpDelete, Entity: &partita.Entity{PartitionKey: res.key.PartitionKey, RowKey: res.key.RowKey}, If: cond}
 	default:
