@@ -343,9 +343,8 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 			}
 		}
 		if !partita.ValidKeyChars(res.key.PartitionKey) || !partita.ValidKeyChars(res.key.RowKey) {
-			// The service's answer in a batch ([REAL] in the protocol
-			// notes: "0:One of the request inputs is out of range."),
-			// where the same delete alone is not found.
+			// The service's observed answer in a batch, where the same
+			// delete alone is not found (docs/COMPATIBILITY.md §8).
 			return o, partita.NewError(partita.CodeOutOfRangeInput, partita.MsgOutOfRangeInput)
 		}
 		if !storableKeys(res.key) {
