@@ -147,7 +147,7 @@ func (p *parser) unexpected() *Error { return syntaxError(p.lx.src, p.tok().end)
 
 func (p *parser) isKeyword(kw string) bool {
 	t := p.tok()
-	return t.kind == tIdent && strings.EqualFold(t.text, kw)
+	return t.kind == tIdent && t.text == kw
 }
 
 func (p *parser) parseOr() (Expr, *Error) {
@@ -352,7 +352,7 @@ func (p *parser) compareOp() (Op, bool) {
 		return 0, false
 	}
 	for op, name := range opNames {
-		if strings.EqualFold(t.text, name) {
+		if t.text == name {
 			return Op(op), true
 		}
 	}
@@ -366,13 +366,13 @@ func (p *parser) parseOperand() (operand, *Error) {
 	switch t.kind {
 	case tIdent:
 		switch {
-		case strings.EqualFold(t.text, "true"):
+		case t.text == "true":
 			o = operand{kind: opLit, val: edm.BoolValue(true)}
-		case strings.EqualFold(t.text, "false"):
+		case t.text == "false":
 			o = operand{kind: opLit, val: edm.BoolValue(false)}
-		case strings.EqualFold(t.text, "null"):
+		case t.text == "null":
 			o = operand{kind: opNull}
-		case strings.EqualFold(t.text, "not"):
+		case t.text == "not":
 			// Reserved: not cannot be the second operand of a comparison
 			// (as a first operand it is the not operator).
 			return o, p.unexpected()
