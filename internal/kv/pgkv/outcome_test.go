@@ -235,6 +235,43 @@ func TestServerTimeoutsAreUnavailable(t *testing.T) {
 		notTaken(t, "a transaction ended by idle_in_transaction_session_timeout", "idle", err)
 	})
 
+	t.Run("IdleInTransactionByDefault", func(t *testing.T) {
+		// partita sets the limit itself when the server has none (the
+		// default, 10 s, is Options' zero value; a shorter one here), so
+		// a stalled front end's row locks do not hold other front ends'
+		// writes for as long as it stalls; the DSN's value above, ten
+		// times shorter than the wait, still ends its transaction.
+		db, err := pgkv.Open(ctx, dsn, &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		err = db.Update(ctx, func(tx kv.Txn) error {
+			tx.Get([]byte("idle2"))
+			time.Sleep(700 * time.Millisecond)
+			return tx.Set([]byte("idle2"), []byte("v"))
+		})
+		notTaken(t, "a transaction idle past partita's own limit", "idle2", err)
+		// A write that does not stall is not affected.
+		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("quick"), []byte("v")) }); err != nil {
+			t.Fatal(err)
+		}
+		// The operator's setting wins: set in the DSN, longer than the
+		// stall, partita leaves it.
+		kept, err := pgkv.Open(ctx, withOption("idle_in_transaction_session_timeout=60000"), &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer kept.Close()
+		if err := kept.Update(ctx, func(tx kv.Txn) error {
+			tx.Get([]byte("idle3"))
+			time.Sleep(700 * time.Millisecond)
+			return tx.Set([]byte("idle3"), []byte("v"))
+		}); err != nil {
+			t.Errorf("with the DSN's 60 s limit, a transaction idle 0.7 s: %v (partita's 0.2 s overrode it)", err)
+		}
+	})
+
 	t.Run("LockTimeout", func(t *testing.T) {
 		if err := direct.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("held"), []byte("0")) }); err != nil {
 			t.Fatal(err)

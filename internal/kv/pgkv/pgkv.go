@@ -26,6 +26,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -64,7 +65,22 @@ type Options struct {
 	// MaxRetries bounds retries of a transaction after serialization
 	// failures (default 50).
 	MaxRetries int
+	// IdleInTransaction is the idle_in_transaction_session_timeout set on
+	// each connection whose role, database and DSN set none (default
+	// DefaultIdleInTransaction; negative: leave the server's).
+	IdleInTransaction time.Duration
 }
+
+// DefaultIdleInTransaction bounds how long a transaction of partita's may
+// stay idle between its statements before PostgreSQL ends it. partita
+// never waits on anything outside the database inside a transaction (a
+// query's page is built in memory, the response written after the
+// snapshot ends), so a transaction idle this long belongs to a front end
+// that has stalled (stopped, paused, cut off from the database while its
+// socket stays open): without a limit its row locks stayed held, and every
+// other front end's writes to those entities timed out, for as long as
+// the stall lasted (PostgreSQL's own default is no limit).
+const DefaultIdleInTransaction = 10 * time.Second
 
 // DB is a kv.DB on PostgreSQL.
 type DB struct {
@@ -126,6 +142,22 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 		}
 		return &sentConn{Conn: c}, nil
 	}
+	idle := o.IdleInTransaction
+	if idle == 0 {
+		idle = DefaultIdleInTransaction
+	}
+	if idle > 0 {
+		after := cfg.AfterConnect
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if after != nil {
+				if err := after(ctx, c); err != nil {
+					return err
+				}
+			}
+			limitIdleInTransaction(ctx, c, idle)
+			return nil
+		}
+	}
 	stmts := &stmtTracer{}
 	cfg.ConnConfig.Tracer = stmts // statement latency, for the metrics (stat.go)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -141,6 +173,24 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// limitIdleInTransaction sets idle_in_transaction_session_timeout on c
+// unless it is set already: by the operator, for partita's role or
+// database or in the DSN, whose value stays. A server that does not know
+// the setting (a PostgreSQL-compatible database) is left as it is.
+func limitIdleInTransaction(ctx context.Context, c *pgx.Conn, d time.Duration) {
+	// Simple queries: nothing to prepare and cache for two statements
+	// run once per connection.
+	simple := pgx.QueryExecModeSimpleProtocol
+	var cur string
+	if err := c.QueryRow(ctx, `SHOW idle_in_transaction_session_timeout`, simple).Scan(&cur); err != nil {
+		return
+	}
+	if cur != "0" && cur != "0s" && cur != "0ms" {
+		return
+	}
+	c.Exec(ctx, `SET idle_in_transaction_session_timeout = `+strconv.FormatInt(d.Milliseconds(), 10), simple)
 }
 
 // migrate creates the schema; it is idempotent and safe to run from
