@@ -13,13 +13,17 @@ import (
 
 // reclaimAfter is how long a connection may go without a complete first
 // request before, with every connection in use, a new one takes its place.
-const reclaimAfter = 2 * time.Second
+// An SDK sends its request as it connects (over TLS, after a handshake of
+// a round trip or two); a flood of connections that send nothing kept
+// clients queued behind it ~1.5 s at 2 s, ~0.3 s at 1 s (RELIABILITY.md).
+const reclaimAfter = time.Second
 
 // capListener accepts at most n connections at once, like
 // netutil.LimitListener, but at the cap it makes room the way a web server
-// does rather than leave a new client in the kernel's queue: it closes a
-// connection that is idle between requests (keep-alive), or else one that
-// has not sent a complete first request in reclaimAfter. Otherwise a
+// does rather than leave a new client in the kernel's queue: it closes the
+// connections that have not sent a complete first request in
+// reclaimAfter, or else the one idle the longest between requests
+// (keep-alive). Otherwise a
 // client without credentials could hold every connection: each request
 // is answered at once (403), but the connection it came on stayed
 // for --idle-timeout (2 minutes), renewable by one more request, so
@@ -73,6 +77,7 @@ type capConn struct {
 	idle     atomic.Int64 // when it last became idle (Unix nanoseconds)
 	accepted time.Time
 	once     sync.Once
+	closing  atomic.Bool // half closed by net/http, which lingers before the close
 
 	mu      sync.Mutex
 	pending int64 // bytes read since it last began serving a request
@@ -96,7 +101,12 @@ func (c *capConn) Close() error {
 // up on a client still sending (a request refused before its body was
 // read, headers too large), so that the client reads the answer and then
 // the end of the stream rather than a reset.
+//
+// net/http then waits up to half a second before the close, so that the
+// client's last bytes do not turn the close into a reset: at the cap such
+// a connection is the first to go (reclaim).
 func (c *capConn) CloseWrite() error {
+	c.closing.Store(true)
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
@@ -227,31 +237,51 @@ func (l *capListener) Accept() (net.Conn, error) {
 	return cc, nil
 }
 
-// reclaim closes the connection idle the longest between requests, or
-// else the oldest that has sent no complete request for reclaimAfter, if
-// there is one.
+// reclaim makes room for a client waiting at the cap. It closes, in this
+// order: every connection net/http is closing already (lingering after
+// its answer); or else every connection that has sent no complete request
+// for reclaimAfter; or else the one idle the longest between requests.
+// The silent ones go before the idle ones, which belong to clients that
+// have spoken HTTP (a flood of silent connections made the server close
+// real clients' keep-alive connections under them), and all of them at
+// once, so that the clients queued behind a flood are accepted in one
+// pass rather than one per accept.
 func (l *capListener) reclaim() {
-	var idle, silent *capConn
+	var idle *capConn
+	var closing, silent []*capConn
+	now := time.Now()
 	l.mu.Lock()
 	for c := range l.conns {
+		if c.closing.Load() {
+			closing = append(closing, c)
+			continue
+		}
 		switch http.ConnState(c.state.Load()) {
 		case http.StateIdle:
 			if idle == nil || c.idle.Load() < idle.idle.Load() {
 				idle = c
 			}
 		case http.StateNew:
-			if time.Since(c.accepted) >= reclaimAfter && (silent == nil || c.accepted.Before(silent.accepted)) {
-				silent = c
+			if now.Sub(c.accepted) >= reclaimAfter {
+				silent = append(silent, c)
 			}
 		}
 	}
 	l.mu.Unlock()
-	victim := idle
-	if victim == nil {
-		victim = silent
+	if len(closing) > 0 {
+		for _, c := range closing {
+			// net/http is asleep before its own Close: close it here,
+			// which gives its place back now (its Close is then a no-op).
+			c.Close()
+		}
+		return
 	}
-	if victim != nil {
-		victim.Conn.Close() // the server sees the read fail and closes it
+	victims := silent
+	if len(victims) == 0 && idle != nil {
+		victims = []*capConn{idle}
+	}
+	for _, c := range victims {
+		c.Conn.Close() // the server sees the read fail and closes it
 	}
 }
 

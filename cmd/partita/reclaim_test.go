@@ -293,3 +293,72 @@ func TestCapConnHalfCloses(t *testing.T) {
 		t.Fatalf("reading the answer to its end: %v (want the stream's end: a half close)", err)
 	}
 }
+
+// TestCapListenerClosesSilentBeforeIdle: at the cap, every connection that
+// has sent nothing for reclaimAfter goes, and a client's idle keep-alive
+// connection stays: a flood of silent connections made the server close
+// real clients' connections under them, and it made room for one queued
+// client per accept.
+func TestCapListenerClosesSilentBeforeIdle(t *testing.T) {
+	addr := serveCapped(t, 4, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	keep := dial(t, addr)
+	keepR := bufio.NewReader(keep)
+	if code := exchange(t, keep, keepR); code != 200 {
+		t.Fatalf("keep-alive client: %d", code)
+	}
+	var silent []net.Conn
+	for range 3 {
+		silent = append(silent, dial(t, addr))
+	}
+	time.Sleep(reclaimAfter + 200*time.Millisecond)
+	c := dial(t, addr)
+	if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
+		t.Fatalf("new client: %d", code)
+	}
+	for i, s := range silent {
+		s.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := s.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+			t.Errorf("silent connection %d still open (%v)", i, err)
+		}
+	}
+	if code := exchange(t, keep, keepR); code != 200 {
+		t.Errorf("the keep-alive client's next request: %d", code)
+	}
+}
+
+// TestCapListenerTakesLingeringFirst: a connection net/http has half
+// closed (it then sleeps half a second before its close, to spare the
+// client a reset) gives its place at once to a client waiting at the cap;
+// it held it for the half second, during which a stream of refused
+// requests kept every place.
+func TestCapListenerTakesLingeringFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	l := newCapListener(ln, 2)
+	mk := func() (*capConn, net.Conn) {
+		a, b := net.Pipe()
+		t.Cleanup(func() { a.Close(); b.Close() })
+		l.sem <- struct{}{}
+		c := &capConn{Conn: a, l: l, accepted: time.Now()}
+		l.conns[c] = struct{}{}
+		return c, b
+	}
+	lingering, _ := mk()
+	young, _ := mk() // silent, but not for reclaimAfter yet
+	lingering.CloseWrite()
+	l.reclaim()
+	select {
+	case l.sem <- struct{}{}:
+	default:
+		t.Fatal("no place made: the lingering connection still holds its place")
+	}
+	if _, ok := l.conns[lingering]; ok {
+		t.Error("the lingering connection is still counted")
+	}
+	if _, ok := l.conns[young]; !ok {
+		t.Error("a connection silent for less than reclaimAfter was closed")
+	}
+}
