@@ -170,8 +170,8 @@ func New(o Options) *Advisor {
 
 type table struct {
 	mu   sync.Mutex
-	id   tableID // its name folded, as the store keys tables
-	name string  // its name as first seen, for reports
+	id   tableID      // its name folded, as the store keys tables
+	name string       // its name as first seen, for reports
 	used atomic.Int64 // last use, unix nanoseconds: for the LRU
 	ring []bucket
 
