@@ -90,13 +90,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "partita", partita.Version)
 		return nil
 	case "help", "-h", "--help":
-		if len(args) > 1 && args[1] != "help" && args[1] != "version" && commands[args[1]] {
-			// partita help serve: the command's own help.
-			return run(ctx, []string{args[1], "--help"}, stdout, stderr)
-		}
-		if len(args) > 1 && !commands[args[1]] {
-			fmt.Fprintf(stderr, "partita: unknown command %q\n\n%s", args[1], usage)
-			return errUsage
+		if len(args) > 1 {
+			switch {
+			case !commands[args[1]]:
+				fmt.Fprintf(stderr, "partita: unknown command %q\n\n%s", args[1], usage)
+				return errUsage
+			case args[1] != "help" && args[1] != "version": // they have no flags
+				return run(ctx, []string{args[1], "--help"}, stdout, stderr) // partita help serve
+			}
 		}
 		fmt.Fprint(stdout, usage)
 		return nil
