@@ -141,14 +141,7 @@ func TestPprofRefusesCrossSiteReads(t *testing.T) {
 // one request each) no longer leaves /healthz unanswered: a new client
 // takes the place of an idle one.
 func TestAdminIdleConnectionsReclaimed(t *testing.T) {
-	var out strings.Builder
-	c := Config{AdminAddr: "127.0.0.1:0", Store: "memory"}
-	stop, err := startAdmin(c, memkv.New(), nil, observability{}, slog.New(slog.DiscardHandler), &out, &fatalExit{log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	_, url, _ := strings.Cut(strings.TrimSpace(out.String()), "http://")
+	url := startTestAdmin(t)
 	for i := 0; i < adminConnections; i++ {
 		c := dial(t, url)
 		br := bufio.NewReader(c)
@@ -172,6 +165,21 @@ func TestAdminIdleConnectionsReclaimed(t *testing.T) {
 	}
 }
 
+// startTestAdmin starts an admin listener on a memory store, stopped when
+// t ends, and returns its host:port.
+func startTestAdmin(t *testing.T) string {
+	t.Helper()
+	var out strings.Builder
+	c := Config{AdminAddr: "127.0.0.1:0", Store: "memory"}
+	stop, err := startAdmin(c, memkv.New(), nil, observability{}, slog.New(slog.DiscardHandler), &out, &fatalExit{log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	_, url, _ := strings.Cut(strings.TrimSpace(out.String()), "http://")
+	return url
+}
+
 // TestAdminBodiesNotWaitedFor: a request that announces a body and does not
 // send it is answered at once when nothing reads a body (a GET), and within
 // operatorBodyWait when a handler does (a backup); before, net/http waited
@@ -181,14 +189,7 @@ func TestAdminBodiesNotWaitedFor(t *testing.T) {
 	saved := operatorBodyWait
 	operatorBodyWait = 500 * time.Millisecond
 	defer func() { operatorBodyWait = saved }()
-	var out strings.Builder
-	c := Config{AdminAddr: "127.0.0.1:0", Store: "memory"}
-	stop, err := startAdmin(c, memkv.New(), nil, observability{}, slog.New(slog.DiscardHandler), &out, &fatalExit{log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	_, url, _ := strings.Cut(strings.TrimSpace(out.String()), "http://")
+	url := startTestAdmin(t)
 	for _, tc := range []struct {
 		head   string
 		within time.Duration
