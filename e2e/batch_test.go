@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
@@ -253,16 +254,34 @@ func TestBatch(t *testing.T) {
 		if m, _ := getMap(t, c, split, "r"); m["Was"] != split {
 			t.Errorf("%q after its insert-or-replace: %v", split, m)
 		}
-		if _, err := c.SubmitTransaction(ctx, []aztables.TransactionAction{
-			act(t, aztables.TransactionTypeDelete, map[string]any{"PartitionKey": two, "RowKey": "r"}),
-		}, nil); err != nil {
+		// The delete, from the SDK as it is and from one whose
+		// User-Agent starts with an application id.
+		cred, err := aztables.NewSharedKeyCredential(devAccount, devKey)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.GetEntity(ctx, two, "r", nil); err == nil {
-			t.Errorf("%q still there after its delete", two)
+		app, err := aztables.NewClientWithSharedKey(s.Endpoint()+"/"+tableName(c), cred,
+			&aztables.ClientOptions{ClientOptions: azcore.ClientOptions{Telemetry: policy.TelemetryOptions{ApplicationID: "myapp"}}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if m, _ := getMap(t, c, one, "r"); m["Was"] != one {
-			t.Errorf("%q after a delete of %q: %v", one, two, m)
+		for i, dc := range []*aztables.Client{c, app} {
+			if i > 0 {
+				if _, err := c.AddEntity(ctx, mustJSON(t, map[string]any{"PartitionKey": two, "RowKey": "r", "Was": two}), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := dc.SubmitTransaction(ctx, []aztables.TransactionAction{
+				act(t, aztables.TransactionTypeDelete, map[string]any{"PartitionKey": two, "RowKey": "r"}),
+			}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.GetEntity(ctx, two, "r", nil); err == nil {
+				t.Errorf("client %d: %q still there after its delete", i, two)
+			}
+			if m, _ := getMap(t, c, one, "r"); m["Was"] != one {
+				t.Errorf("client %d: %q after a delete of %q: %v", i, one, two, m)
+			}
 		}
 		if n := count(t, c); n != 2 {
 			t.Errorf("%d entities, want %q and %q", n, one, split)

@@ -331,7 +331,7 @@ func (s *Server) decodeBatchOp(r *http.Request, rc *reqCtx, sr *changeset.Reques
 		if cond.Kind == partita.Unconditional {
 			cond.Kind = partita.IfExists
 		}
-		if strings.HasPrefix(r.UserAgent(), goSDKAgent) {
+		if goSDK(r.UserAgent()) {
 			// A delete has no body to tell which reading of a quote
 			// the Go SDK meant; it never doubles them in a batch, so
 			// its key is read that way first (a''b deleted a'b). Should

@@ -105,9 +105,17 @@ func parseResourceMode(raw string, lenient bool) (resource, error) {
 	return resource{kind: resEntity, table: tname, key: key}, nil
 }
 
-// goSDKAgent starts the User-Agent of the Go SDK (aztables), whose batch
+// goSDKAgent is the Go SDK's (aztables) token in a User-Agent; its batch
 // writer does not double the quotes of keys in sub-request URLs.
 const goSDKAgent = "azsdk-go-aztables/"
+
+// goSDK reports whether a User-Agent is the Go SDK's: its token first, or
+// after the application id a client may set (Telemetry.ApplicationID puts
+// "myapp " before it). A client with telemetry disabled sends none and is
+// not recognised.
+func goSDK(ua string) bool {
+	return strings.HasPrefix(ua, goSDKAgent) || strings.Contains(ua, " "+goSDKAgent)
+}
 
 // undoubledTarget reports whether the raw resource path is the entity k
 // addressed with its keys' quotes not doubled: table(PartitionKey='…',
