@@ -270,6 +270,19 @@ func TestServerTimeoutsAreUnavailable(t *testing.T) {
 		}); err != nil {
 			t.Errorf("with the DSN's 60 s limit, a transaction idle 0.7 s: %v (partita's 0.2 s overrode it)", err)
 		}
+		// An explicit 0 (no limit) is the operator's choice too.
+		none, err := pgkv.Open(ctx, withOption("idle_in_transaction_session_timeout=0"), &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer none.Close()
+		if err := none.Update(ctx, func(tx kv.Txn) error {
+			tx.Get([]byte("idle4"))
+			time.Sleep(700 * time.Millisecond)
+			return tx.Set([]byte("idle4"), []byte("v"))
+		}); err != nil {
+			t.Errorf("with the DSN's explicit 0, a transaction idle 0.7 s: %v (partita's 0.2 s overrode it)", err)
+		}
 	})
 
 	t.Run("LockTimeout", func(t *testing.T) {

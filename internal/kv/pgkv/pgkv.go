@@ -176,18 +176,17 @@ func Open(ctx context.Context, dsn string, o *Options) (*DB, error) {
 }
 
 // limitIdleInTransaction sets idle_in_transaction_session_timeout on c
-// unless it is set already: by the operator, for partita's role or
-// database or in the DSN, whose value stays. A server that does not know
-// the setting (a PostgreSQL-compatible database) is left as it is.
+// when it has the server's built-in default: a value the operator set
+// anywhere (the server's configuration, partita's role or database, the
+// DSN), 0 included, stays. A server that does not know the setting (a
+// PostgreSQL-compatible database) is left as it is.
 func limitIdleInTransaction(ctx context.Context, c *pgx.Conn, d time.Duration) {
 	// Simple queries: nothing to prepare and cache for two statements
 	// run once per connection.
 	simple := pgx.QueryExecModeSimpleProtocol
-	var cur string
-	if err := c.QueryRow(ctx, `SHOW idle_in_transaction_session_timeout`, simple).Scan(&cur); err != nil {
-		return
-	}
-	if cur != "0" && cur != "0s" && cur != "0ms" {
+	var source string
+	err := c.QueryRow(ctx, `SELECT source FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'`, simple).Scan(&source)
+	if err != nil || source != "default" {
 		return
 	}
 	c.Exec(ctx, `SET idle_in_transaction_session_timeout = `+strconv.FormatInt(d.Milliseconds(), 10), simple)
