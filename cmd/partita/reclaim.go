@@ -104,7 +104,9 @@ func (c *capConn) Close() error {
 //
 // net/http then waits up to half a second before the close, so that the
 // client's last bytes do not turn the close into a reset: at the cap such
-// a connection is the first to go (reclaim).
+// a connection is the first to go (reclaim). Over TLS the half close is
+// tls.Conn's, which sends close_notify and does not call this: those
+// connections wait their half second.
 func (c *capConn) CloseWrite() error {
 	c.closing.Store(true)
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {

@@ -71,7 +71,9 @@ func legacyJobID(o Options) string {
 }
 
 // sideID is what identifies a --from or --to for a checkpoint: an
-// endpoint's service URL, account and table, or the text of anything else.
+// endpoint's service URL, account and table, and a SAS's key range (which
+// decides what the copy sees, so ranges done under one are not done under
+// another), or the text of anything else.
 func sideID(spec string) string {
 	if !IsEndpoint(spec) {
 		return spec
@@ -80,7 +82,11 @@ func sideID(spec string) string {
 	if err != nil {
 		return spec
 	}
-	return "endpoint\x00" + strings.ToLower(ep.Base) + "\x00" + ep.Account + "\x00" + strings.ToLower(ep.Table)
+	id := "endpoint\x00" + strings.ToLower(ep.Base) + "\x00" + ep.Account + "\x00" + strings.ToLower(ep.Table)
+	for _, k := range []string{"spk", "srk", "epk", "erk"} {
+		id += "\x00" + ep.sas.Get(k) // nil Values (a key) get ""
+	}
+	return id
 }
 
 func hashJob(parts ...string) string {

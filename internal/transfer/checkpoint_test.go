@@ -125,8 +125,8 @@ func TestCheckpointRangesCoverTheTable(t *testing.T) {
 
 // TestCheckpointIdentityIgnoresCredentials: a copy whose SAS expired, or
 // whose key was rotated, resumes with the new credential, however its
-// connection string is spelled; another endpoint, account or table SAS does
-// not; a checkpoint of the earlier releases (keyed by the flags' text)
+// connection string is spelled; another endpoint, account, table SAS or
+// SAS key range does not; a checkpoint of the earlier releases (keyed by the flags' text)
 // still resumes.
 func TestCheckpointIdentityIgnoresCredentials(t *testing.T) {
 	const keyA, keyB = "a2V5QQ==", "a2V5Qg=="
@@ -159,7 +159,24 @@ func TestCheckpointIdentityIgnoresCredentials(t *testing.T) {
 		}
 	}
 
+	// Table SASes of key ranges: a new signature of the same range
+	// resumes, another range does not (what was done under one is not
+	// what the other sees).
+	ranged := func(epk, sig string) Options {
+		return Options{From: "http://127.0.0.1:1/devstoreaccount1?sv=2019-02-02&tn=tab&spk=a&epk=" + epk + "&sp=r&se=2030-01-01T00:00:00Z&sig=" + sig, To: first.To, Tables: []string{"tab"}}
+	}
 	path := filepath.Join(t.TempDir(), "ck")
+	if _, err := openCheckpoint(path, ranged("m", "eA%3D%3D")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openCheckpoint(path, ranged("m", "eQ%3D%3D")); err != nil {
+		t.Errorf("the same range, newly signed: %v", err)
+	}
+	if _, err := openCheckpoint(path, ranged("z", "eQ%3D%3D")); err == nil {
+		t.Error("another key range resumed the checkpoint")
+	}
+
+	path = filepath.Join(t.TempDir(), "ck")
 	body := fmt.Sprintf(`{"job":%q,"tables":{"t":{"ranges":[{"lo":"","hi":"","nextPartitionKey":"p7"}],"done":false}}}`, legacyJobID(first))
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
