@@ -345,7 +345,15 @@ func claim(dir string) error {
 	if err != nil && err != io.EOF {
 		return err
 	}
-	return os.Remove(dir)
+	if err := os.Remove(dir); err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			// A mount point isMountPoint cannot see (a bind mount of
+			// the same device).
+			return fmt.Errorf("%s %w", dir, errMountPoint)
+		}
+		return err
+	}
+	return nil
 }
 
 // under checks that dir is inside root, following the symbolic links of
