@@ -13,17 +13,15 @@ import (
 
 // reclaimAfter is how long a connection may go without a complete first
 // request before, with every connection in use, a new one takes its place.
-// An SDK sends its request as it connects (over TLS, after a handshake of
-// a round trip or two); a flood of connections that send nothing kept
-// clients queued behind it ~1.5 s at 2 s, ~0.3 s at 1 s (RELIABILITY.md).
-const reclaimAfter = time.Second
+// 1 s cut TLS handshakes over slow links, and connections whose first
+// bytes the server had not read yet on a busy machine (a review helper's
+// measurements), so it stays 2 s.
+const reclaimAfter = 2 * time.Second
 
 // capListener accepts at most n connections at once, like
 // netutil.LimitListener, but at the cap it makes room the way a web server
-// does rather than leave a new client in the kernel's queue: it closes the
-// connections that have not sent a complete first request in
-// reclaimAfter, or else the one idle the longest between requests
-// (keep-alive). Otherwise a
+// does rather than leave a new client in the kernel's queue (reclaim says
+// which connections go). Otherwise a
 // client without credentials could hold every connection: each request
 // is answered at once (403), but the connection it came on stayed
 // for --idle-timeout (2 minutes), renewable by one more request, so
@@ -78,6 +76,7 @@ type capConn struct {
 	accepted time.Time
 	once     sync.Once
 	closing  atomic.Bool // half closed by net/http, which lingers before the close
+	heard    atomic.Bool // it has sent at least one byte
 
 	mu      sync.Mutex
 	pending int64 // bytes read since it last began serving a request
@@ -119,6 +118,9 @@ func (c *capConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n == 0 || http.ConnState(c.state.Load()) == http.StateActive {
 		return n, err
+	}
+	if !c.heard.Load() {
+		c.heard.Store(true)
 	}
 	l := c.l
 	c.mu.Lock()
@@ -241,16 +243,21 @@ func (l *capListener) Accept() (net.Conn, error) {
 
 // reclaim makes room for a client waiting at the cap. It closes, in this
 // order: every connection net/http is closing already (lingering after
-// its answer); or else every connection that has sent no complete request
-// for reclaimAfter; or else the one idle the longest between requests.
-// The silent ones go before the idle ones, which belong to clients that
-// have spoken HTTP (a flood of silent connections made the server close
-// real clients' keep-alive connections under them), and all of them at
-// once, so that the clients queued behind a flood are accepted in one
-// pass rather than one per accept.
+// its answer); or else every connection that has sent nothing at all for
+// reclaimAfter; or else the one idle the longest between requests; or
+// else the oldest that has sent part of a request and not all of it for
+// reclaimAfter.
+//
+// The mute ones go first and all at once: a flood of connections that
+// send nothing, reopened as each was closed, kept real clients queued
+// behind it for seconds when they went one per accept, and had the
+// clients' keep-alive connections closed under them. One that has sent
+// something (a TLS handshake on a slow link, headers coming in pieces) is
+// an honest client more often than not, and goes after the idle ones, as
+// before.
 func (l *capListener) reclaim() {
-	var idle *capConn
-	var closing, silent []*capConn
+	var idle, partial *capConn
+	var closing, mute []*capConn
 	now := time.Now()
 	l.mu.Lock()
 	for c := range l.conns {
@@ -264,8 +271,12 @@ func (l *capListener) reclaim() {
 				idle = c
 			}
 		case http.StateNew:
-			if now.Sub(c.accepted) >= reclaimAfter {
-				silent = append(silent, c)
+			switch {
+			case now.Sub(c.accepted) < reclaimAfter:
+			case !c.heard.Load():
+				mute = append(mute, c)
+			case partial == nil || c.accepted.Before(partial.accepted):
+				partial = c
 			}
 		}
 	}
@@ -278,9 +289,13 @@ func (l *capListener) reclaim() {
 		}
 		return
 	}
-	victims := silent
-	if len(victims) == 0 && idle != nil {
+	victims := mute
+	switch {
+	case len(victims) > 0:
+	case idle != nil:
 		victims = []*capConn{idle}
+	case partial != nil:
+		victims = []*capConn{partial}
 	}
 	for _, c := range victims {
 		c.Conn.Close() // the server sees the read fail and closes it

@@ -362,3 +362,43 @@ func TestCapListenerTakesLingeringFirst(t *testing.T) {
 		t.Error("a connection silent for less than reclaimAfter was closed")
 	}
 }
+
+// TestCapListenerSparesPartialRequests: a connection that has sent part of
+// a request (a TLS handshake on a slow link, headers arriving in pieces)
+// goes only after the idle keep-alive ones; at 1 s and before the idle
+// ones, honest slow-link TLS clients were cut off at the cap (a review
+// helper's finding against the first version of this change).
+func TestCapListenerSparesPartialRequests(t *testing.T) {
+	addr := serveCapped(t, 3, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	idle := dial(t, addr)
+	if code := exchange(t, idle, bufio.NewReader(idle)); code != 200 {
+		t.Fatalf("keep-alive client: %d", code)
+	}
+	partial := dial(t, addr)
+	io.WriteString(partial, "GET / HTTP/1.1\r\nHost: x\r\n") // and the rest later
+	mute := dial(t, addr)
+	time.Sleep(reclaimAfter + 200*time.Millisecond)
+	for i := range 2 { // the first takes the mute one's place, the second the idle one's
+		c := dial(t, addr)
+		if code := exchange(t, c, bufio.NewReader(c)); code != 200 {
+			t.Fatalf("new client %d: %d", i, code)
+		}
+	}
+	for name, c := range map[string]net.Conn{"mute": mute, "idle": idle} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+			t.Errorf("the %s connection still open (%v)", name, err)
+		}
+	}
+	// The partial one finishes its request and is answered.
+	partial.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(partial, "\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(partial), nil)
+	if err != nil {
+		t.Fatalf("the partial request, completed: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the partial request, completed: %d", resp.StatusCode)
+	}
+}
