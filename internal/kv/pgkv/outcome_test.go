@@ -241,47 +241,36 @@ func TestServerTimeoutsAreUnavailable(t *testing.T) {
 		// a stalled front end's row locks do not hold other front ends'
 		// writes for as long as it stalls; the DSN's value above, ten
 		// times shorter than the wait, still ends its transaction.
+		// stall opens a store with partita's limit at 0.2 s on dsn and
+		// returns the error of a write transaction idle 0.7 s.
+		stall := func(dsn, key string) error {
+			db, err := pgkv.Open(ctx, dsn, &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			return db.Update(ctx, func(tx kv.Txn) error {
+				tx.Get([]byte(key))
+				time.Sleep(700 * time.Millisecond)
+				return tx.Set([]byte(key), []byte("v"))
+			})
+		}
+		notTaken(t, "a transaction idle past partita's own limit", "idle2", stall(dsn, "idle2"))
+		// The operator's setting wins: set in the DSN, longer than the
+		// stall, or an explicit 0 (no limit), partita leaves it.
+		for _, opt := range []string{"60000", "0"} {
+			if err := stall(withOption("idle_in_transaction_session_timeout="+opt), "idle-"+opt); err != nil {
+				t.Errorf("with the DSN's limit %s ms, a transaction idle 0.7 s: %v (partita's 0.2 s overrode it)", opt, err)
+			}
+		}
+		// A write that does not stall is not affected.
 		db, err := pgkv.Open(ctx, dsn, &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		err = db.Update(ctx, func(tx kv.Txn) error {
-			tx.Get([]byte("idle2"))
-			time.Sleep(700 * time.Millisecond)
-			return tx.Set([]byte("idle2"), []byte("v"))
-		})
-		notTaken(t, "a transaction idle past partita's own limit", "idle2", err)
-		// A write that does not stall is not affected.
 		if err := db.Update(ctx, func(tx kv.Txn) error { return tx.Set([]byte("quick"), []byte("v")) }); err != nil {
 			t.Fatal(err)
-		}
-		// The operator's setting wins: set in the DSN, longer than the
-		// stall, partita leaves it.
-		kept, err := pgkv.Open(ctx, withOption("idle_in_transaction_session_timeout=60000"), &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer kept.Close()
-		if err := kept.Update(ctx, func(tx kv.Txn) error {
-			tx.Get([]byte("idle3"))
-			time.Sleep(700 * time.Millisecond)
-			return tx.Set([]byte("idle3"), []byte("v"))
-		}); err != nil {
-			t.Errorf("with the DSN's 60 s limit, a transaction idle 0.7 s: %v (partita's 0.2 s overrode it)", err)
-		}
-		// An explicit 0 (no limit) is the operator's choice too.
-		none, err := pgkv.Open(ctx, withOption("idle_in_transaction_session_timeout=0"), &pgkv.Options{IdleInTransaction: 200 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer none.Close()
-		if err := none.Update(ctx, func(tx kv.Txn) error {
-			tx.Get([]byte("idle4"))
-			time.Sleep(700 * time.Millisecond)
-			return tx.Set([]byte("idle4"), []byte("v"))
-		}); err != nil {
-			t.Errorf("with the DSN's explicit 0, a transaction idle 0.7 s: %v (partita's 0.2 s overrode it)", err)
 		}
 	})
 
