@@ -251,12 +251,11 @@ func TestIteratorReportsValueReadErrors(t *testing.T) {
 	}
 }
 
-// TestWALDir: with Options.WALDir the log files are written there, the
-// data survives a reopen with the same WALDir, and opening with another
-// WALDir fails (Pebble's OPTIONS check), since it would miss the log,
-// saying in one line where the log is.
-func TestWALDir(t *testing.T) {
-	dir, wal := t.TempDir(), filepath.Join(t.TempDir(), "wal")
+// storeWithWALDir opens a store whose log is in a directory of its own,
+// holding k=v, and returns both directories and the open store.
+func storeWithWALDir(t *testing.T) (dir, wal string, db *pebblekv.DB) {
+	t.Helper()
+	dir, wal = t.TempDir(), filepath.Join(t.TempDir(), "wal")
 	db, err := pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +263,15 @@ func TestWALDir(t *testing.T) {
 	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
 		t.Fatal(err)
 	}
+	return dir, wal, db
+}
+
+// TestWALDir: with Options.WALDir the log files are written there, the
+// data survives a reopen with the same WALDir, and opening with another
+// WALDir fails (Pebble's OPTIONS check), since it would miss the log,
+// saying in one line where the log is.
+func TestWALDir(t *testing.T) {
+	dir, wal, db := storeWithWALDir(t)
 	for d, want := range map[string]bool{wal: true, dir: false} {
 		logs, _ := filepath.Glob(filepath.Join(d, "*.log"))
 		if (len(logs) > 0) != want {
@@ -816,14 +824,7 @@ func TestLowSpaceIsLogged(t *testing.T) {
 // file, and warned that a missing directory could not be locked) and
 // fails saying where the log is.
 func TestReadOnlyWrongWALDir(t *testing.T) {
-	dir, wal := t.TempDir(), filepath.Join(t.TempDir(), "wal")
-	db, err := pebblekv.Open(dir, &pebblekv.Options{WALDir: wal})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Update(t.Context(), func(tx kv.Txn) error { return tx.Set([]byte("k"), []byte("v")) }); err != nil {
-		t.Fatal(err)
-	}
+	dir, wal, db := storeWithWALDir(t)
 	db.Close()
 	empty, missing := t.TempDir(), filepath.Join(t.TempDir(), "nowhere")
 	for _, other := range []string{empty, missing} {
