@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partita/partita/internal/admin"
+	"github.com/partita/partita/internal/httpapi"
 	"github.com/partita/partita/internal/kv"
 	"github.com/partita/partita/internal/tablestore"
 )
@@ -126,8 +127,7 @@ func operatorOnly(next http.Handler, ln net.Listener) http.Handler {
 			if r.Method == http.MethodPost || r.Method == http.MethodPut {
 				http.NewResponseController(w).SetReadDeadline(time.Now().Add(operatorBodyWait))
 			} else {
-				w.Header().Set("Connection", "close")
-				http.NewResponseController(w).SetReadDeadline(time.Now())
+				httpapi.LeaveBodyUnread(w)
 			}
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

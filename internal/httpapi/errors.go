@@ -109,13 +109,13 @@ func filterError(e *odata.Error) (partita.Code, string) {
 	return partita.CodeInternal, partita.MsgInternal
 }
 
-// leaveBodyUnread closes the connection after this response rather than
+// LeaveBodyUnread closes the connection after this response rather than
 // let net/http read the rest of an HTTP/1 request's body, which nothing
 // will read. The header alone does not do it: net/http still discards up
 // to 256 KiB of the body, before writing the response and again after it,
 // for as long as its read timeout (2 minutes) allows, holding the
 // connection as busy. A read deadline in the past ends that at once.
-func leaveBodyUnread(w http.ResponseWriter) {
+func LeaveBodyUnread(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	http.NewResponseController(w).SetReadDeadline(time.Now())
 }
@@ -168,7 +168,7 @@ func (s *Server) writeError(w http.ResponseWriter, rc *reqCtx, err error) {
 	h := w.Header()
 	h.Del("Cache-Control")
 	if rc.bodyPending {
-		leaveBodyUnread(w) // refused unread, or read in part
+		LeaveBodyUnread(w) // refused unread, or read in part
 	}
 	h.Set("x-ms-error-code", string(code))
 	if rc.xml {

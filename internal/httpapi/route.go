@@ -117,31 +117,37 @@ func goSDK(ua string) bool {
 	return strings.HasPrefix(ua, goSDKAgent) || strings.Contains(ua, " "+goSDKAgent)
 }
 
+// keyArgs returns what the raw resource path holds between the
+// parentheses after its table name, decoded: PartitionKey='…',RowKey='…'.
+func keyArgs(raw string) (string, bool) {
+	path, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", false
+	}
+	_, args, ok := strings.Cut(path, "(")
+	if !ok || !strings.HasSuffix(args, ")") {
+		return "", false
+	}
+	return args[:len(args)-1], true
+}
+
 // undoubledTarget reports whether the raw resource path is the entity k
 // addressed with its keys' quotes not doubled: table(PartitionKey='…',
 // RowKey='…') with the keys as they are.
 func undoubledTarget(raw string, k partita.Key) bool {
-	path, err := url.PathUnescape(raw)
-	if err != nil {
-		return false
-	}
-	_, args, ok := strings.Cut(path, "(")
-	return ok && args == "PartitionKey='"+k.PartitionKey+"',RowKey='"+k.RowKey+"')"
+	args, ok := keyArgs(raw)
+	return ok && args == "PartitionKey='"+k.PartitionKey+"',RowKey='"+k.RowKey+"'"
 }
 
 // undoubledKey reads the raw resource path's key predicate with quotes
 // not doubled (readKeyLiteral's lenient mode), whether or not it also
 // reads with doubled ones.
 func undoubledKey(raw string) (partita.Key, bool) {
-	path, err := url.PathUnescape(raw)
-	if err != nil {
+	args, ok := keyArgs(raw)
+	if !ok {
 		return partita.Key{}, false
 	}
-	_, args, ok := strings.Cut(path, "(")
-	if !ok || !strings.HasSuffix(args, ")") {
-		return partita.Key{}, false
-	}
-	k, err := parseKeyPredicate(args[:len(args)-1], true)
+	k, err := parseKeyPredicate(args, true)
 	return k, err == nil
 }
 

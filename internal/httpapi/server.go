@@ -334,7 +334,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength != 0 && r.ProtoMajor < 2 {
 			// The console's files take no body, and nothing has
 			// authenticated this one: it must not hold the connection.
-			leaveBodyUnread(w)
+			LeaveBodyUnread(w)
 		}
 		s.console.ServeHTTP(w, r)
 		return

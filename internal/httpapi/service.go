@@ -227,7 +227,7 @@ func (s *Server) handlePreflight(w http.ResponseWriter, r *http.Request, rc *req
 	h.Set("Access-Control-Max-Age", strconv.Itoa(rule.MaxAgeInSeconds))
 	h.Set("Content-Length", "0")
 	if rc.bodyPending {
-		leaveBodyUnread(w) // a preflight is unauthenticated and takes no body
+		LeaveBodyUnread(w) // a preflight is unauthenticated and takes no body
 	}
 	w.WriteHeader(http.StatusOK)
 	return nil
